@@ -1,0 +1,40 @@
+"""Shared fixtures: where the reference tokenizers and the corpus live."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("DWSTOK_SHARED", ROOT.parent / "shared"))
+REFTOK = SHARED / "reftok"
+CORPUS = SHARED / "corpus"
+
+
+def need(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path} not present (set DWSTOK_SHARED to the shared folder)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def reftok() -> Path:
+    return need(REFTOK)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    return need(CORPUS)
+
+
+@pytest.fixture(scope="session")
+def tiktoken_cache(tmp_path_factory, reftok) -> Path:
+    """A private copy of the tiktoken cache (tiktoken writes into it)."""
+    d = tmp_path_factory.mktemp("tiktoken_cache")
+    for f in (reftok / "tiktoken_cache").iterdir():
+        shutil.copy(f, d / f.name)
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(d)
+    return d
