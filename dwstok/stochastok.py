@@ -30,7 +30,7 @@ import numpy as np
 
 from ._jit import njit
 
-__all__ = ["SplitTable", "stochastok"]
+__all__ = ["SplitTable", "StochasTok", "stochastok"]
 
 
 class SplitTable(NamedTuple):
@@ -174,3 +174,58 @@ def stochastok(
         float(p), int(iterations), np.uint64(seed_u),
     )
     return out.astype(out_dtype)
+
+
+@njit
+def _stochastok_rows_kernel(rows, start, left, right, p, iterations, seeds, out):
+    # Each row is expanded with its own seed, then cut (or, if nothing split, kept) to
+    # out.shape[1] tokens; rows are independent, so the result does not depend on how
+    # windows are grouped into batches.
+    width = out.shape[1]
+    for r in range(rows.shape[0]):
+        ex = _stochastok_kernel(rows[r], start, left, right, p, iterations, seeds[r])
+        for j in range(width):
+            out[r, j] = ex[j]
+
+
+class StochasTok:
+    """StochasTok settings bound to a split table, for a data loader.
+
+    >>> st = StochasTok(SplitTable.from_vocab({0: b"a", 1: b"b", 2: b"ab"}), p=1.0)
+    >>> st([2, 2], seed=0).tolist()
+    [0, 1, 0, 1]
+    """
+
+    def __init__(self, table: SplitTable, *, p: float, iterations: int = 1):
+        if not 0.0 <= p <= 1.0:
+            raise ValueError(f"p must be in [0, 1], got {p!r}")
+        if iterations < 0:
+            raise ValueError(f"iterations must be >= 0, got {iterations!r}")
+        self.table, self.p, self.iterations = table, float(p), int(iterations)
+
+    @classmethod
+    def from_tokenizer(cls, tok, *, p: float, iterations: int = 1) -> StochasTok:
+        return cls(SplitTable.from_tokenizer(tok), p=p, iterations=iterations)
+
+    def __call__(self, ids, *, seed: int) -> np.ndarray:
+        return stochastok(ids, self.table, p=self.p, iterations=self.iterations, seed=seed)
+
+    def rows(self, rows: np.ndarray, seeds: np.ndarray) -> np.ndarray:
+        """Expand each row of a 2-D array with its own seed; keep the first ``width`` ids.
+
+        Expansion only lengthens a row, so every output row is full; the tail of the
+        expanded row (tokens pushed past the width) is dropped.
+        """
+        rows = np.asarray(rows)
+        if rows.ndim != 2 or len(seeds) != rows.shape[0]:
+            raise ValueError("rows must be 2-D with one seed per row")
+        out = np.empty(rows.shape, dtype=rows.dtype)
+        if self.p == 0.0 or self.iterations == 0 or rows.size == 0:
+            out[...] = rows
+            return out
+        _stochastok_rows_kernel(
+            rows.astype(np.int64, copy=False), self.table.start, self.table.left,
+            self.table.right, self.p, self.iterations,
+            np.asarray(seeds, dtype=np.uint64), out,
+        )
+        return out
