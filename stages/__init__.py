@@ -1,0 +1,71 @@
+"""The build pipeline: pretokenize → count → train → export → encode-shards.
+
+Conventions every stage follows (DESIGN.md §2):
+
+- **Entry point.** ``stages/<stage>.py`` defines ``STAGE = "<stage>"`` and
+  ``run(config, inputs, out_dir, executor) -> Manifest``:
+
+  - ``config``: a ``stages.config.Config`` (validated YAML);
+  - ``inputs``: a ``stages.Inputs``: ``inputs.corpus`` (corpus paths, for the stages
+    that read the corpus) and ``inputs.upstream(stage)`` → that stage's finished output
+    folder and ``Manifest`` (raises ``InputError`` "run `dwstok <stage>` first");
+  - ``out_dir``: the stage's own folder (``<workdir>/<stage>``), created if needed;
+  - ``executor``: a ``stages.executors.Executor``; map work goes through
+    ``executor.map(fn, items, label=..., total_bytes=...)`` with a module-level ``fn``
+    and picklable items; one-off work reports through ``executor.progress.note()``.
+
+  The CLI only parses arguments, builds these four and renders progress.
+
+- **Up to date.** A stage first computes ``config_hash`` (``config.hash_of(<the sections
+  it reads>)``) and ``inputs_hash`` (upstream ``Manifest.output_hash`` values, or
+  ``corpus_fingerprint`` of the shards). If ``manifest.up_to_date(out_dir, STAGE,
+  config_hash, inputs_hash)`` returns a manifest, the stage returns it untouched
+  (``.up_to_date`` is True). Otherwise it calls ``manifest.invalidate(out_dir)`` and runs.
+
+- **Files.** Arrow IPC with zstd (``manifest.write_table``) for data, JSON
+  (``manifest.write_json``) for what people read. Everything is written under a temporary
+  name and ``os.replace``'d into place (``manifest.atomic_path``). ``_manifest.json`` is
+  written last (``Manifest(...).write(out_dir)``) with the config hash, inputs hash,
+  every output's sha256 and size, counts and timings.
+
+- **Map stages** (pretokenize, encode-shards): one shard per input file or group of
+  Parquet row groups (``corpus.plan_shards``), output ``part-NNNNN.arrow`` and a marker
+  ``part-NNNNN.json`` written after it (``manifest.mark_shard_done``). A shard whose
+  marker matches its key (config hash + shard input) is not recomputed
+  (``manifest.shard_done``), so a crashed run resumes shard by shard; leftovers of a
+  larger earlier run are removed (``manifest.remove_stale_parts``).
+
+- **Determinism.** Output bytes depend only on config and inputs: never on worker count,
+  executor, thread scheduling or hash order (sort group-by results; reduce shards in
+  index order).
+
+- **Errors.** User mistakes and bad input raise ``dwstok.errors`` types
+  (``ConfigError``, ``InputError``, ``ModelFileError``, ``PatternMismatchError``) with a
+  message that says what to do; never ``assert`` or a bare ``ValueError``.
+"""
+
+from __future__ import annotations
+
+from .inputs import Inputs
+
+STAGES = ("pretokenize", "count", "train", "export", "encode-shards")
+"""Stage names in build order (CLI names; modules use underscores)."""
+
+
+def module_name(stage: str) -> str:
+    """``encode-shards`` → ``stages.encode_shards``."""
+    return "stages." + stage.replace("-", "_")
+
+
+def get_run(stage: str):
+    """The ``run`` function of a stage, imported on demand."""
+    import importlib
+
+    if stage not in STAGES:
+        from dwstok.errors import ConfigError
+
+        raise ConfigError(f"unknown stage {stage!r}: one of {', '.join(STAGES)}")
+    return importlib.import_module(module_name(stage)).run
+
+
+__all__ = ["STAGES", "Inputs", "get_run", "module_name"]

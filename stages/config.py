@@ -1,0 +1,304 @@
+"""Build configs: one YAML file pins everything that defines a tokenizer.
+
+A config is strict: an unknown key, a wrong type or a bad value is a ``ConfigError``
+that names the key (``han.coverage``), so a typo can never silently fall back to a
+default and produce a different tokenizer.
+
+>>> cfg = Config.from_dict({"version": "32.1", "pattern": "o200k"})
+>>> cfg.vocab_size, cfg.n_merges, len(cfg.special_tokens)
+(32768, 32480, 32)
+>>> cfg.han.coverage is None and cfg.balance.alpha == 1.0
+True
+
+Each stage hashes only the sections it depends on (``Config.hash_of``), so changing
+α re-runs ``train`` but not ``pretokenize``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dwstok.errors import ConfigError
+from dwstok.patterns import resolve
+
+NAMED_SPECIALS = (
+    "<pad>",
+    "<bos>",
+    "<eos>",
+    "<unk>",
+    "<mask>",
+    "<fim_prefix>",
+    "<fim_middle>",
+    "<fim_suffix>",
+    "<sep>",
+    "<code>",
+    "</code>",
+    "<think>",
+    "</think>",
+)
+N_SPECIALS = 32
+DEFAULT_SPECIALS = NAMED_SPECIALS + tuple(
+    f"<reserved_{i}>" for i in range(len(NAMED_SPECIALS), N_SPECIALS)
+)
+N_BYTES = 256
+ON_INVALID = ("error", "skip", "replace")
+
+
+@dataclass(frozen=True)
+class HanConfig:
+    """Forced Han merges: off (both None), a coverage target, or a character count."""
+
+    coverage: float | None = None
+    count: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return self.coverage is not None or self.count is not None
+
+
+@dataclass(frozen=True)
+class BalanceConfig:
+    """Language balance: pair counts of group g scaled by (q_g^α / Σ q^α) / q_g."""
+
+    alpha: float = 1.0
+
+
+@dataclass(frozen=True)
+class CorpusConfig:
+    """How documents are read: field names, default language, invalid UTF-8 policy."""
+
+    text_field: str = "text"
+    lang_field: str = "lang"
+    default_lang: str = "und"
+    on_invalid: str = "error"
+    # Consecutive Parquet row groups are grouped into one shard until the group holds
+    # at least this many (uncompressed) bytes; JSONL/txt files are one shard each.
+    shard_bytes: int = 4_000_000
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
+
+    version: str
+    pattern: str
+    vocab_size: int = 32768
+    special_tokens: tuple[str, ...] = DEFAULT_SPECIALS
+    han: HanConfig = field(default_factory=HanConfig)
+    balance: BalanceConfig = field(default_factory=BalanceConfig)
+    corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    source: str | None = field(default=None, compare=False)
+
+    @property
+    def pattern_string(self) -> str:
+        """The exact regex (``pattern`` may be a name such as ``o200k``)."""
+        return resolve(self.pattern)[1]
+
+    @property
+    def n_merges(self) -> int:
+        return self.vocab_size - len(self.special_tokens) - N_BYTES
+
+    # -- hashing -------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d.pop("source")
+        d["special_tokens"] = list(self.special_tokens)
+        d["corpus"]["paths"] = list(self.corpus.paths)
+        return d
+
+    def hash_of(self, *keys: str) -> str:
+        """sha256 of the named top-level sections (all sections when none is named).
+
+        The pattern is hashed as its exact string, so a name and its spelled-out
+        regex hash alike.
+        """
+        d = self.to_dict()
+        d["pattern"] = self.pattern_string
+        d["corpus"].pop("paths")  # where the corpus lives is an input, not config
+        if keys:
+            d = {k: d[k] for k in keys}
+        blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    @property
+    def hash(self) -> str:
+        return self.hash_of()
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    # -- parsing -------------------------------------------------------------------
+    @classmethod
+    def from_dict(cls, raw: Any, *, source: str | None = None) -> Config:
+        where = f" in {source}" if source else ""
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config{where} must be a mapping of keys to values")
+        r = _Reader(raw, "", where)
+        version = r.get("version", str, required=True)
+        pattern = r.get("pattern", str, required=True)
+        vocab_size = r.get("vocab_size", int, 32768)
+        specials = r.get("special_tokens", list, list(DEFAULT_SPECIALS))
+        han = _han(r.section("han", allow_off=True), where)
+        balance = _balance(r.section("balance"), where)
+        corpus = _corpus(r.section("corpus"), where)
+        r.done()
+
+        for i, s in enumerate(specials):
+            if not isinstance(s, str) or not s:
+                raise ConfigError(f"special_tokens[{i}]{where} must be a non-empty string")
+        if len(set(specials)) != len(specials):
+            raise ConfigError(f"special_tokens{where} has duplicates")
+        if not pattern:
+            raise ConfigError(f"pattern{where} must not be empty")
+        try:
+            import regex
+
+            regex.compile(resolve(pattern)[1])
+        except regex.error as e:
+            raise ConfigError(f"pattern{where} is not a valid regex: {e}") from None
+        cfg = cls(
+            version=version,
+            pattern=pattern,
+            vocab_size=vocab_size,
+            special_tokens=tuple(specials),
+            han=han,
+            balance=balance,
+            corpus=corpus,
+            source=source,
+        )
+        if cfg.n_merges < 0:
+            raise ConfigError(
+                f"vocab_size{where} is {vocab_size}: it must be at least "
+                f"{len(specials) + N_BYTES} (specials + 256 bytes)"
+            )
+        return cfg
+
+
+def load_config(path: str | Path) -> Config:
+    """Read and validate a YAML config.
+
+    Relative ``corpus.paths`` are resolved against the config's folder.
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"config file {p} not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read config {p}: {e}") from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config {p} is not valid YAML: {e}") from None
+    cfg = Config.from_dict(raw, source=str(p))
+    if cfg.corpus.paths:
+        paths = tuple(str((p.parent / q).resolve()) for q in cfg.corpus.paths)
+        cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, paths=paths))
+    return cfg
+
+
+class _Reader:
+    """Pops typed keys off a mapping; whatever is left over is an unknown key."""
+
+    def __init__(self, raw: dict, prefix: str, where: str):
+        self.raw = dict(raw)
+        self.prefix = prefix
+        self.where = where
+
+    def name(self, key: str) -> str:
+        return f"{self.prefix}{key}"
+
+    def get(self, key: str, typ: type, default: Any = None, *, required: bool = False):
+        if key not in self.raw:
+            if required:
+                raise ConfigError(f"missing key {self.name(key)!r}{self.where}")
+            return default
+        v = self.raw.pop(key)
+        if typ is str and isinstance(v, (int, float)) and not isinstance(v, bool):
+            # `version: 32.1` is read by YAML as a float; take it as written.
+            if key == "version":
+                v = str(v)
+        if typ is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, typ) or (typ in (int, float) and isinstance(v, bool)):
+            raise ConfigError(
+                f"key {self.name(key)!r}{self.where} must be {_TYPE_NAMES[typ]}, "
+                f"got {type(v).__name__} {v!r}"
+            )
+        return v
+
+    def section(self, key: str, *, allow_off: bool = False) -> _Reader | None:
+        if key not in self.raw:
+            return _Reader({}, f"{self.name(key)}.", self.where)
+        v = self.raw.pop(key)
+        if allow_off and v in (None, False, "off"):
+            return None
+        if not isinstance(v, dict):
+            raise ConfigError(
+                f"key {self.name(key)!r}{self.where} must be a mapping"
+                + (" or 'off'" if allow_off else "")
+                + f", got {type(v).__name__} {v!r}"
+            )
+        return _Reader(v, f"{self.name(key)}.", self.where)
+
+    def done(self) -> None:
+        if self.raw:
+            key = sorted(map(str, self.raw))[0]
+            raise ConfigError(f"unknown key {self.name(key)!r}{self.where}")
+
+
+_TYPE_NAMES = {str: "a string", int: "an integer", float: "a number", list: "a list", bool: "true/false"}
+
+
+def _han(r: _Reader | None, where: str) -> HanConfig:
+    if r is None:
+        return HanConfig()
+    coverage = r.get("coverage", float)
+    count = r.get("count", int)
+    r.done()
+    if coverage is not None and count is not None:
+        raise ConfigError(f"han{where}: give either 'coverage' or 'count', not both")
+    if coverage is not None and not 0.0 < coverage <= 1.0:
+        raise ConfigError(f"key 'han.coverage'{where} must be in (0, 1], got {coverage}")
+    if count is not None and count < 0:
+        raise ConfigError(f"key 'han.count'{where} must be >= 0, got {count}")
+    return HanConfig(coverage=coverage, count=count)
+
+
+def _balance(r: _Reader, where: str) -> BalanceConfig:
+    alpha = r.get("alpha", float, 1.0)
+    r.done()
+    if not 0.0 <= alpha <= 1.0:
+        raise ConfigError(f"key 'balance.alpha'{where} must be in [0, 1], got {alpha}")
+    return BalanceConfig(alpha=alpha)
+
+
+def _corpus(r: _Reader, where: str) -> CorpusConfig:
+    c = CorpusConfig(
+        text_field=r.get("text_field", str, "text"),
+        lang_field=r.get("lang_field", str, "lang"),
+        default_lang=r.get("default_lang", str, "und"),
+        on_invalid=r.get("on_invalid", str, "error"),
+        shard_bytes=r.get("shard_bytes", int, 4_000_000),
+        paths=tuple(r.get("paths", list, [])),
+    )
+    r.done()
+    if c.on_invalid not in ON_INVALID:
+        raise ConfigError(
+            f"key 'corpus.on_invalid'{where} must be one of {', '.join(ON_INVALID)}, "
+            f"got {c.on_invalid!r}"
+        )
+    if c.shard_bytes <= 0:
+        raise ConfigError(f"key 'corpus.shard_bytes'{where} must be positive")
+    for i, p in enumerate(c.paths):
+        if not isinstance(p, str):
+            raise ConfigError(f"key 'corpus.paths[{i}]'{where} must be a string")
+    return c

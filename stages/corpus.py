@@ -1,0 +1,442 @@
+"""Corpus readers: plan input shards, then stream each as Arrow batches of (text, lang).
+
+Inputs are Parquet files (consecutive row groups grouped into shards), JSONL, JSONL.zst,
+JSONL.gz and plain text (one file = one document), or folders of them (searched
+recursively, in sorted order). Reading is streamed: Parquet by row group and record
+batch, JSONL in chunks of whole lines, so memory stays bounded whatever the corpus size.
+
+>>> shards = plan_shards(["corpus.parquet"], CorpusConfig())      # doctest: +SKIP
+>>> for batch in read_batches(shards[0], CorpusConfig()):        # doctest: +SKIP
+...     batch.text, batch.lang                                    # large_string, string
+
+Bad input raises ``InputError`` naming the file (and the document or byte offset).
+Invalid UTF-8 follows ``corpus.on_invalid``: ``error`` (default), ``skip`` (drop the
+document) or ``replace`` (U+FFFD), with ``Batch.skipped`` / ``Batch.replaced`` counting.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dwstok.errors import InputError
+
+from .config import CorpusConfig
+from .manifest import file_fingerprint
+
+SUFFIXES = {
+    ".parquet": ("parquet", None),
+    ".pq": ("parquet", None),
+    ".jsonl": ("jsonl", None),
+    ".ndjson": ("jsonl", None),
+    ".jsonl.zst": ("jsonl", "zstd"),
+    ".jsonl.zstd": ("jsonl", "zstd"),
+    ".jsonl.gz": ("jsonl", "gzip"),
+    ".txt": ("txt", None),
+}
+CHUNK_BYTES = 16 << 20  # JSONL/txt read size; a chunk always ends on a whole line
+PARQUET_BATCH_ROWS = 1024
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One unit of map work: a whole file, or a run of a Parquet file's row groups."""
+
+    index: int
+    path: str
+    kind: str  # parquet | jsonl | txt
+    compression: str | None = None
+    row_groups: tuple[int, ...] | None = None
+    bytes: int = 0  # (estimated) text bytes, for progress and ETA
+    fingerprint: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def describe(self) -> str:
+        if self.row_groups is None:
+            return self.path
+        a, b = self.row_groups[0], self.row_groups[-1]
+        return f"{self.path} (row groups {a}-{b})" if a != b else f"{self.path} (row group {a})"
+
+    def key(self) -> dict[str, Any]:
+        """What identifies this shard's input for resume and manifests."""
+        return {
+            "file": self.fingerprint,
+            "kind": self.kind,
+            "compression": self.compression,
+            "row_groups": list(self.row_groups) if self.row_groups is not None else None,
+        }
+
+
+@dataclass
+class Batch:
+    """Documents as Arrow arrays: ``text`` large_string and ``lang`` string, no nulls."""
+
+    text: Any
+    lang: Any
+    skipped: int = 0
+    replaced: int = 0
+
+
+def kind_of(path: str | Path) -> tuple[str, str | None] | None:
+    name = str(path).lower()
+    for suf in sorted(SUFFIXES, key=len, reverse=True):
+        if name.endswith(suf):
+            return SUFFIXES[suf]
+    return None
+
+
+def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
+    """Files named or found (recursively, sorted) under the folders named."""
+    if not paths:
+        raise InputError("no corpus given: pass --corpus PATH (a file or a folder)")
+    files: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and kind_of(q) and not q.name.startswith("."))
+            if not found:
+                raise InputError(
+                    f"{p} holds no corpus files (.parquet, .jsonl, .jsonl.zst, .jsonl.gz, .txt)"
+                )
+            files.extend(found)
+        elif p.is_file():
+            if kind_of(p) is None:
+                raise InputError(
+                    f"{p}: unknown corpus format (expected .parquet, .jsonl, .jsonl.zst, "
+                    ".jsonl.gz or .txt)"
+                )
+            files.append(p)
+        elif p.exists():
+            raise InputError(f"{p} is not a regular file or folder")
+        else:
+            raise InputError(f"corpus file {p} not found")
+    return files
+
+
+def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
+    """The shards of a corpus, numbered in a fixed order (files sorted, row groups in
+    order), so shard N is the same piece of work whatever the executor."""
+    shards: list[Shard] = []
+    for f in expand_paths(paths):
+        kind, comp = kind_of(f)
+        fp = file_fingerprint(f)
+        if kind != "parquet":
+            shards.append(Shard(len(shards), str(f), kind, comp, None, fp["bytes"], fp))
+            continue
+        md = _parquet_file(f).metadata
+        group: list[int] = []
+        size = 0
+        for rg in range(md.num_row_groups):
+            group.append(rg)
+            size += md.row_group(rg).total_byte_size
+            if size >= cfg.shard_bytes:
+                shards.append(Shard(len(shards), str(f), kind, None, tuple(group), size, fp))
+                group, size = [], 0
+        if group:
+            shards.append(Shard(len(shards), str(f), kind, None, tuple(group), size, fp))
+    return shards
+
+
+# -- reading -------------------------------------------------------------------------
+def read_batches(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
+    """Stream a shard's documents. Empty batches are not yielded."""
+    if shard.kind == "parquet":
+        it = _read_parquet(shard, cfg)
+    elif shard.kind == "jsonl":
+        it = _read_jsonl(shard, cfg)
+    else:
+        it = _read_txt(shard, cfg)
+    for b in it:
+        if len(b.text) or b.skipped:
+            yield b
+
+
+def _parquet_file(path: str | Path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(str(path))
+    except FileNotFoundError:
+        raise InputError(f"corpus file {path} not found") from None
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"cannot read Parquet file {path}: {e}") from None
+
+
+def _read_parquet(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
+    import pyarrow as pa
+
+    pf = _parquet_file(shard.path)
+    names = pf.schema_arrow.names
+    if cfg.text_field not in names:
+        raise InputError(
+            f"{shard.path} has no text column {cfg.text_field!r} (columns: {', '.join(names)}); "
+            "set corpus.text_field in the config"
+        )
+    cols = [cfg.text_field] + ([cfg.lang_field] if cfg.lang_field in names else [])
+    row = sum(pf.metadata.row_group(i).num_rows for i in range(shard.row_groups[0]))
+    try:
+        batches = pf.iter_batches(
+            batch_size=PARQUET_BATCH_ROWS, row_groups=list(shard.row_groups), columns=cols, use_threads=False
+        )
+        for rb in batches:
+            text = rb.column(0)
+            lang = rb.column(1) if len(cols) == 2 else None
+            yield _finish(shard, cfg, text, lang, first_doc=row)
+            row += rb.num_rows
+    except (pa.ArrowException, OSError) as e:
+        raise InputError(f"cannot read Parquet file {shard.describe()}: {e}") from None
+
+
+def _open_stream(shard: Shard):
+    if shard.compression == "zstd":
+        import zstandard
+
+        raw = open(shard.path, "rb")
+        return raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+    if shard.compression == "gzip":
+        import gzip
+
+        raw = open(shard.path, "rb")
+        return raw, gzip.GzipFile(fileobj=raw)
+    f = open(shard.path, "rb")
+    return f, f
+
+
+def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes]]:
+    """(offset, bytes) chunks of the (decompressed) file, each ending where ``cut``
+    says (after a newline), the last one at end of file."""
+    import zlib
+
+    try:
+        raw, stream = _open_stream(shard)
+    except FileNotFoundError:
+        raise InputError(f"corpus file {shard.path} not found") from None
+    except OSError as e:
+        raise InputError(f"cannot open {shard.path}: {e}") from None
+    what = {"zstd": "zstd", "gzip": "gzip"}.get(shard.compression or "", "")
+    pos = 0
+    carry = b""
+    try:
+        with raw:
+            while True:
+                try:
+                    block = stream.read(CHUNK_BYTES)
+                except (OSError, EOFError, zlib.error, ValueError) as e:
+                    if what:
+                        raise InputError(
+                            f"{shard.path}: corrupt {what} data after {pos + len(carry)} "
+                            f"decompressed bytes ({e})"
+                        ) from None
+                    raise InputError(f"cannot read {shard.path}: {e}") from None
+                except Exception as e:  # zstandard.ZstdError is not an OSError
+                    if type(e).__name__ == "ZstdError":
+                        raise InputError(
+                            f"{shard.path}: corrupt zstd data after {pos + len(carry)} "
+                            f"decompressed bytes ({e})"
+                        ) from None
+                    raise
+                if not block:
+                    if carry:
+                        yield pos, carry
+                    return
+                buf = carry + block
+                k = cut(buf)
+                if k <= 0:
+                    carry = buf
+                    continue
+                yield pos, buf[:k]
+                pos += k
+                carry = buf[k:]
+    finally:
+        if stream is not raw:
+            stream.close()
+
+
+def _decode_check(shard: Shard, cfg: CorpusConfig, pos: int, chunk: bytes, what: str) -> bytes | None:
+    """Validate UTF-8. Returns the chunk (or its replaced form), or None to skip it.
+    Raises InputError under on_invalid=error, naming the byte offset."""
+    try:
+        chunk.decode("utf-8")
+        return chunk
+    except UnicodeDecodeError as e:
+        if cfg.on_invalid == "error":
+            raise InputError(
+                f"{shard.path}: invalid UTF-8 at byte offset {pos + e.start}{what}; "
+                "fix the file or pass --on-invalid skip|replace"
+            ) from None
+        if cfg.on_invalid == "replace":
+            return chunk.decode("utf-8", errors="replace").encode("utf-8")
+        return None
+
+
+def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    schema = pa.schema([(cfg.text_field, pa.large_string()), (cfg.lang_field, pa.string())])
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    doc = 0
+    for pos, chunk in _chunks(shard, lambda b: b.rfind(b"\n") + 1):
+        skipped = replaced = 0
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as e:
+            if cfg.on_invalid == "error":
+                line = doc + chunk.count(b"\n", 0, e.start) + 1
+                raise InputError(
+                    f"{shard.path}: invalid UTF-8 at byte offset {pos + e.start} (line ~{line}); "
+                    "fix the file or pass --on-invalid skip|replace"
+                ) from None
+            # Rare path: handle line by line.
+            good = []
+            for ln in chunk.split(b"\n"):
+                try:
+                    ln.decode("utf-8")
+                    good.append(ln)
+                except UnicodeDecodeError:
+                    if cfg.on_invalid == "skip":
+                        skipped += 1
+                    else:
+                        replaced += 1
+                        good.append(ln.decode("utf-8", errors="replace").encode("utf-8"))
+            chunk = b"\n".join(good)
+        if not chunk.strip():
+            if skipped:
+                yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped, replaced)
+            continue
+        try:
+            table = pj.read_json(
+                io.BytesIO(chunk),
+                read_options=pj.ReadOptions(use_threads=False, block_size=max(len(chunk), 1 << 20) + 1),
+                parse_options=parse,
+            )
+        except pa.ArrowException as e:
+            raise InputError(
+                f"{shard.path}: not valid JSON Lines in the chunk at byte offset {pos}: {e}"
+            ) from None
+        text = table.column(0).combine_chunks() if table.num_rows else pa.array([], pa.large_string())
+        lang = table.column(1).combine_chunks() if table.num_rows else pa.array([], pa.string())
+        b = _finish(shard, cfg, text, lang, first_doc=doc)
+        b.skipped += skipped
+        b.replaced += replaced
+        doc += table.num_rows
+        yield b
+
+
+def _txt_cut(buf: bytes) -> int:
+    """Cut after a newline that precedes an ASCII letter: no o200k pretoken spans such a
+    point, so a big text file read in chunks pretokenizes as it would whole."""
+    import re
+
+    if len(buf) < CHUNK_BYTES:
+        return 0  # keep reading: a small file stays one document
+    tail = 1 << 20
+    m = None
+    for m in re.finditer(rb"\n(?=[A-Za-z])", buf[-tail:]):
+        pass
+    return 0 if m is None else len(buf) - tail + m.end()
+
+
+def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
+    import pyarrow as pa
+
+    for pos, chunk in _chunks(shard, _txt_cut):
+        data = _decode_check(shard, cfg, pos, chunk, "")
+        if data is None:
+            yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped=1)
+            continue
+        text = pa.array([data.decode("utf-8")], pa.large_string())
+        yield Batch(
+            text,
+            pa.array([cfg.default_lang], pa.string()),
+            replaced=int(data is not chunk),
+        )
+
+
+def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int) -> Batch:
+    """Normalise a batch: text → large_string without nulls (UTF-8 checked), lang →
+    string with the default language filled in."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(text)
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    if text.null_count:
+        i = pc.index(pc.is_null(text), True).as_py()
+        raise InputError(
+            f"{shard.path}: document {first_doc + i} has no {cfg.text_field!r} field; "
+            "every document needs text (or set corpus.text_field)"
+        )
+    skipped = replaced = 0
+    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
+        if pa.types.is_binary(text.type) or pa.types.is_large_binary(text.type):
+            text, lang, skipped, replaced = _utf8_binary(shard, cfg, text, lang, first_doc)
+        else:
+            raise InputError(
+                f"{shard.path}: column {cfg.text_field!r} is {text.type}, expected text (string)"
+            )
+    text = text.cast(pa.large_string())
+    if lang is None:
+        lang = pa.repeat(pa.scalar(cfg.default_lang, pa.string()), len(text))
+    else:
+        if isinstance(lang, pa.ChunkedArray):
+            lang = lang.combine_chunks()
+        if pa.types.is_dictionary(lang.type):
+            lang = lang.dictionary_decode()
+        try:
+            lang = lang.cast(pa.string())
+        except pa.ArrowException:
+            raise InputError(
+                f"{shard.path}: column {cfg.lang_field!r} is {lang.type}, expected text (string)"
+            ) from None
+        empty = pc.equal(lang, "")
+        lang = pc.if_else(pc.or_kleene(pc.is_null(lang), empty), cfg.default_lang, lang)
+        lang = lang.cast(pa.string())
+    assert len(text) == len(lang) and (n == len(text) + skipped)
+    return Batch(text, lang, skipped, replaced)
+
+
+def _utf8_binary(shard, cfg, text, lang, first_doc):
+    """A binary text column: check UTF-8 per document (only the rare failing ones are
+    handled in Python)."""
+    import pyarrow as pa
+
+    try:
+        return text.cast(pa.large_string()), lang, 0, 0  # cast validates UTF-8
+    except pa.ArrowInvalid:
+        pass
+    keep = []
+    out = []
+    replaced = 0
+    for i, v in enumerate(text.to_pylist()):
+        try:
+            out.append(v.decode("utf-8"))
+            keep.append(i)
+        except UnicodeDecodeError as e:
+            if cfg.on_invalid == "error":
+                raise InputError(
+                    f"{shard.path}: invalid UTF-8 in document {first_doc + i} at byte offset "
+                    f"{e.start} of its text; fix the data or pass --on-invalid skip|replace"
+                ) from None
+            if cfg.on_invalid == "replace":
+                out.append(v.decode("utf-8", errors="replace"))
+                keep.append(i)
+                replaced += 1
+    if lang is not None:
+        lang = (lang.combine_chunks() if isinstance(lang, pa.ChunkedArray) else lang).take(pa.array(keep, pa.int64()))
+    return pa.array(out, pa.large_string()), lang, len(text) - len(keep), replaced
+
+
+def corpus_fingerprint(shards: Sequence[Shard]) -> list[dict[str, Any]]:
+    """What a map stage records as its input (files, sizes, mtimes, row groups)."""
+    return [s.key() for s in shards]
+
+
+def total_bytes(shards: Sequence[Shard]) -> int:
+    return sum(s.bytes for s in shards)
+
+
+__all__ = ["Batch", "Shard", "expand_paths", "kind_of", "plan_shards", "read_batches", "total_bytes"]
