@@ -1,0 +1,284 @@
+"""scripts/demo_corpus.py: PO parsing, document assembly, output; the real build is slow."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = ROOT / "scripts" / "demo_corpus.py"
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from demo_corpus import extract, output  # noqa: E402
+from demo_corpus.extract import Doc  # noqa: E402
+from demo_corpus.po import PoSyntaxError, catalog_document, header, parse_po, translations, unescape  # noqa: E402
+from demo_corpus.sources import PACKAGES, Package  # noqa: E402
+
+SAMPLE_PO = r'''# German translation.
+# Translators:
+# Jannis Leidel <jannis@example.org>, 2011
+msgid ""
+msgstr ""
+"Project-Id-Version: django\n"
+"Language: de\n"
+"Content-Type: text/plain; charset=UTF-8\n"
+"Plural-Forms: nplurals=2; plural=(n != 1);\n"
+
+#: contrib/admin/actions.py:17
+#, python-format
+msgid "Delete selected %(verbose_name_plural)s"
+msgstr "Ausgewählte %(verbose_name_plural)s löschen"
+
+#: contrib/admin/options.py:99
+msgid ""
+"Please enter the correct %(username)s and password for a staff account. "
+"Note that both fields may be case-sensitive."
+msgstr ""
+"Bitte %(username)s und Passwort für einen Staff-Account eingeben. Beide "
+"Felder berücksichtigen die Groß-/Kleinschreibung."
+
+#, fuzzy
+msgid "Add"
+msgstr "Hinzufügen?"
+
+msgctxt "month name"
+msgid "May"
+msgstr "Mai"
+
+msgid "%(count)s item"
+msgid_plural "%(count)s items"
+msgstr[0] "%(count)s Eintrag"
+msgstr[1] "%(count)s Einträge"
+
+msgid "Say \"hi\"\tthen\\leave\n"
+msgstr "Sag \"hallo\"\tdann\\geh\n"
+
+msgid "Untranslated"
+msgstr ""
+
+msgid "Email"
+msgstr "Email"
+
+msgid "Mai"
+msgstr "Mai"
+
+#, fuzzy
+#~ msgid "Old"
+#~ msgstr "Alt"
+
+msgid "Next"
+msgstr "Weiter"
+'''
+
+
+# --- PO parsing -----------------------------------------------------------------------
+
+def test_unescape_po_escapes():
+    assert unescape(r'\"q\" \\ \n \t \r \a \b \f \v') == '"q" \\ \n \t \r \a \b \f \v'
+    assert unescape(r"\101\x42\303") == "AB\u00c3"
+    assert unescape("no escapes") == "no escapes"
+    assert unescape(r"\q") == r"\q"  # unknown escape kept as written
+
+
+def test_parse_po_entries():
+    entries = parse_po(SAMPLE_PO)
+    by_id = {e.msgid: e for e in entries}
+    assert entries[0].msgid == "" and header(entries)["Language"] == "de"
+    assert by_id["Delete selected %(verbose_name_plural)s"].msgstr == ("Ausgewählte %(verbose_name_plural)s löschen",)
+    long = by_id["Please enter the correct %(username)s and password for a staff account. "
+                 "Note that both fields may be case-sensitive."]
+    assert long.msgstr == ("Bitte %(username)s und Passwort für einen Staff-Account eingeben. Beide "
+                           "Felder berücksichtigen die Groß-/Kleinschreibung.",)
+    assert by_id["Add"].fuzzy and not by_id["Next"].fuzzy
+    assert by_id["May"].msgctxt == "month name"
+    plural = by_id["%(count)s item"]
+    assert plural.msgid_plural == "%(count)s items"
+    assert plural.msgstr == ("%(count)s Eintrag", "%(count)s Einträge")
+    assert by_id['Say "hi"\tthen\\leave\n'].msgstr == ('Sag "hallo"\tdann\\geh\n',)
+    assert "Old" not in by_id  # obsolete entries are not entries
+    assert not by_id["Next"].fuzzy  # the obsolete entry's fuzzy flag does not leak
+
+
+def test_translations_keep_only_human_msgstr():
+    got = translations(parse_po(SAMPLE_PO))
+    assert got == [
+        "Ausgewählte %(verbose_name_plural)s löschen",
+        "Bitte %(username)s und Passwort für einen Staff-Account eingeben. Beide "
+        "Felder berücksichtigen die Groß-/Kleinschreibung.",
+        "Mai",  # the second "Mai" (msgid == msgstr) is dropped; so is the duplicate
+        "%(count)s Eintrag",
+        "%(count)s Einträge",
+        'Sag "hallo"\tdann\\geh',  # stripped
+        "Weiter",
+    ]
+    doc = catalog_document(parse_po(SAMPLE_PO))
+    assert doc == "\n".join(got)
+    for english in ("Delete selected", "Please enter", "Hinzufügen", "Email", "Alt", "Language:"):
+        assert english not in doc
+
+
+def test_parse_po_entries_without_blank_lines_and_crlf():
+    po = 'msgid "a"\r\nmsgstr "A"\r\nmsgid "b"\r\nmsgstr ""\r\n"B1"\r\n"B2"\r\n'
+    assert [(e.msgid, e.msgstr) for e in parse_po(po)] == [("a", ("A",)), ("b", ("B1B2",))]
+
+
+def test_parse_po_rejects_garbage_naming_the_line():
+    with pytest.raises(PoSyntaxError, match="line 3"):
+        parse_po('msgid "a"\nmsgstr "A"\nthis is not po\n')
+
+
+def test_decode_po_uses_declared_charset():
+    po = 'msgid ""\nmsgstr "Content-Type: text/plain; charset=BIG5\\n"\n\nmsgid "x"\nmsgstr "中文"\n'
+    assert "中文" in extract.decode_po(po.encode("big5"))
+    assert extract.decode_po('msgid "x"\nmsgstr "ü"\n'.encode()) == 'msgid "x"\nmsgstr "ü"\n'
+
+
+@pytest.mark.parametrize("locale, lang", [
+    ("de", "de"), ("pt_BR", "pt"), ("zh_Hans", "zh"), ("zh_TW.Big5", "zh"), ("sr_Latn", "sr"),
+    ("nb_NO", "nb"), ("ja", "ja"), ("ast", None), ("ckb", None), ("ca@valencia", None),
+])
+def test_locale_lang(locale, lang):
+    assert extract.locale_lang(locale) == lang
+
+
+# --- extraction from a wheel -------------------------------------------------------------
+
+def _wheel(tmp_path: Path, files: dict[str, str]) -> zipfile.ZipFile:
+    path = tmp_path / "pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return zipfile.ZipFile(path)
+
+
+def test_po_docs_one_document_per_catalog(tmp_path):
+    ja = 'msgid "Save"\nmsgstr "保存"\n\nmsgid "Delete"\nmsgstr "削除"\n'
+    whl = _wheel(tmp_path, {
+        "pkg/locale/de/LC_MESSAGES/django.po": SAMPLE_PO,
+        "pkg/locale/ja/LC_MESSAGES/django.po": ja,
+        "pkg/contrib/admin/locale/ja/LC_MESSAGES/djangojs.po": 'msgid "Now"\nmsgstr "現在"\n',
+        "pkg/locale/en_GB/LC_MESSAGES/django.po": 'msgid "Color"\nmsgstr "Colour"\n',
+        "pkg/locale/ast/LC_MESSAGES/django.po": 'msgid "Save"\nmsgstr "Guardar"\n',
+        "pkg/locale/fr/LC_MESSAGES/django.po": 'msgid "Save"\nmsgstr ""\n',  # nothing translated
+        "pkg/locale/de/LC_MESSAGES/django.mo": "binary",
+    })
+    pkg = Package("pkg", "1.0", "pkg-1.0-py3-none-any.whl", "0" * 64, ("po",), "")
+    docs = list(extract.po_docs(whl, pkg))
+    assert docs == [
+        Doc("現在", "ja", "pkg==1.0:pkg/contrib/admin/locale/ja/LC_MESSAGES/djangojs.po"),
+        Doc(catalog_document(parse_po(SAMPLE_PO)), "de", "pkg==1.0:pkg/locale/de/LC_MESSAGES/django.po"),
+        Doc("保存\n削除", "ja", "pkg==1.0:pkg/locale/ja/LC_MESSAGES/django.po"),
+    ]
+
+
+def test_code_budget_and_generated_files(tmp_path):
+    (tmp_path / "a.py").write_text("x = 1\n" * 10)
+    (tmp_path / "b.py").write_text("y = 2\n" * 10)
+    (tmp_path / "gen.py").write_text("# Auto-generated by a tool, DO NOT EDIT\nz = 3\n")
+    (tmp_path / "empty.py").write_text("")
+    (tmp_path / "test").mkdir()
+    (tmp_path / "test" / "t.py").write_text("assert True\n")
+    docs = list(extract.stdlib_code_docs(tmp_path, budget=100))
+    assert len(docs) == 1 and docs[0].lang == "code"  # 60 + 60 > 100: only one fits
+    assert docs[0].source.endswith(("Lib/a.py", "Lib/b.py"))
+    assert len(list(extract.stdlib_code_docs(tmp_path, budget=1000))) == 2
+
+
+def test_pydoc_topics_are_english_reference_text():
+    docs = list(extract.pydoc_topic_docs())
+    assert len(docs) > 50 and {d.lang for d in docs} == {"en"}
+    assert any("assignment statement" in d.text.lower() for d in docs)
+
+
+# --- assembly and output --------------------------------------------------------------------
+
+def test_assemble_dedupes_and_order_is_independent_of_input_order():
+    docs = [Doc(f"text {i}", "de" if i % 2 else "ja", f"p==1:{i}") for i in range(20)]
+    docs += [Doc("text 3", "fr", "p==1:dup"), Doc("  \n", "fr", "p==1:blank")]
+    a = output.assemble(docs)
+    assert len(a) == 20 and {d.source for d in a} == {f"p==1:{i}" for i in range(20)}
+    assert output.assemble(reversed(docs[:20])) == a
+    assert a != docs[:20]  # mixed, not in input order
+
+
+@pytest.mark.parametrize("sizes, n", [([1] * 10, 3), ([100, 1, 1, 1], 3), ([5], 6), ([], 6), ([3, 3], 6)])
+def test_row_group_bounds_cover_everything_in_order(sizes, n):
+    bounds = output.row_group_bounds(sizes, n)
+    assert len(bounds) <= n
+    flat = [i for a, b in bounds for i in range(a, b)]
+    assert flat == list(range(len(sizes)))
+    assert all(b > a for a, b in bounds)
+
+
+def test_write_parquet_schema_zstd_row_groups(tmp_path):
+    docs = [Doc(f"документ {i} 文書", ["ru", "ja", "code"][i % 3], f"p==1:{i}") for i in range(30)]
+    info = output.write_parquet(docs, tmp_path / "part-00000.parquet", row_groups=4)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00000.parquet"]  # no temp left
+    f = pq.ParquetFile(tmp_path / "part-00000.parquet")
+    assert f.metadata.num_row_groups == info["row_groups"] == 4
+    assert str(f.schema_arrow) == "text: string\nlang: string\nsource: string"
+    assert f.metadata.row_group(0).column(0).compression == "ZSTD"
+    t = f.read()
+    assert t.column("text").to_pylist() == [d.text for d in docs]
+    assert t.column("lang").to_pylist() == [d.lang for d in docs]
+    assert info["rows"] == 30 and info["bytes"] == (tmp_path / "part-00000.parquet").stat().st_size
+
+
+def test_summary_lines_one_per_language():
+    docs = [Doc("ab", "de", "x==1:a"), Doc("字字", "zh", "y==2:b"), Doc("c", "de", "y==2:c")]
+    table = output.language_table(docs)
+    assert list(table) == ["zh", "de"]  # by bytes: 字字 is 6
+    assert table["de"] == {"docs": 2, "bytes": 3, "sources": ["x==1", "y==2"]}
+    lines = output.summary_lines(table)
+    assert len(lines) == 2 and lines[1].split()[:2] == ["de", "2"]
+
+
+def test_pins_are_exact():
+    for p in PACKAGES:
+        assert p.filename.startswith(f"{p.name}-{p.version}-") and p.filename.endswith(".whl")
+        assert len(p.sha256) == 64 and int(p.sha256, 16) >= 0
+
+
+# --- the real thing ---------------------------------------------------------------------------
+
+@pytest.mark.slow
+def test_real_build_then_up_to_date(tmp_path):
+    """Downloads the pinned wheels (cached in work/.demo-cache) and builds the corpus."""
+    out = tmp_path / "demo-corpus"
+    cache = ROOT / "work" / ".demo-cache"
+    cmd = [sys.executable, str(SCRIPT), "--out", str(out), "--cache", str(cache)]
+    first = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert first.returncode == 0, first.stderr
+    assert "demo corpus built" in first.stdout
+
+    manifest = json.loads((out / "sources.json").read_text())
+    langs = manifest["languages"]
+    assert len([lang for lang in langs if lang != "code"]) >= 10
+    assert {"zh", "ja", "ko", "ru", "el", "ar", "hi", "en"} <= set(langs)
+    assert langs["code"]["bytes"] >= 1_000_000
+    total = sum(r["bytes"] for r in langs.values())
+    assert 5e6 <= total <= 20e6
+    for s in manifest["sources"]:
+        assert s["licence"] and s["docs"] > 0
+
+    t = pq.read_table(out / "part-00000.parquet")
+    assert t.num_rows == sum(r["docs"] for r in langs.values())
+    assert pq.ParquetFile(out / "part-00000.parquet").metadata.num_row_groups > 1
+    assert set(t.column("lang").to_pylist()) == set(langs)
+    texts = t.column("text").to_pylist()
+    assert len(set(texts)) == len(texts)
+    ja = "".join(x for x, lang in zip(texts, t.column("lang").to_pylist()) if lang == "ja")
+    assert any("\u3040" <= c <= "\u30ff" for c in ja) and any("\u4e00" <= c <= "\u9fff" for c in ja)
+    assert "README.md" in {p.name for p in out.iterdir()}
+
+    before = (out / "part-00000.parquet").stat().st_mtime_ns
+    second = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert second.returncode == 0 and "up to date" in second.stdout
+    assert (out / "part-00000.parquet").stat().st_mtime_ns == before
+    assert len(second.stdout.splitlines()) == len(langs) + 1
