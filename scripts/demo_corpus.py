@@ -5,7 +5,7 @@
 
 Downloads the wheels pinned in ``scripts/demo_corpus/sources.py`` with pip (never
 installing them), verifies their sha256, and reads them as zip files: translators'
-text from Django and Sphinx catalogs (~90 languages), Korean law and bill texts from
+text from Django, Sphinx and Wagtail catalogs (~90 languages), Korean law and bill texts from
 KoNLPy, the Python Language Reference (English) and source code from the standard
 library and Django. Writes ``part-00000.parquet`` (columns text, lang, source; zstd),
 ``sources.json`` (where every part came from; written last) and ``README.md``.

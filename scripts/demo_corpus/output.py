@@ -120,6 +120,11 @@ def summary_lines(languages: dict[str, dict]) -> list[str]:
             for lang, row in languages.items()]
 
 
+def _cell(s: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return s.replace("|", "\\|").replace("<", "&lt;").replace("*", "\\*")
+
+
 def readme(manifest: dict) -> str:
     langs = manifest["languages"]
     total = sum(r["bytes"] for r in langs.values())
@@ -141,7 +146,7 @@ def readme(manifest: dict) -> str:
     ]
     for s in manifest["sources"]:
         lines.append(f"| {s['package']} | {s['version']} | `{s['file']}` | {s['licence']} | "
-                     f"{s['members']} | {s['docs']} | {s['bytes'] / 1e6:.2f} |")
+                     f"{_cell(s['members'])} | {s['docs']} | {s['bytes'] / 1e6:.2f} |")
     lines += ["", "| lang | docs | MB | from |", "| --- | --- | --- | --- |"]
     for lang, r in langs.items():
         lines.append(f"| {lang} | {r['docs']} | {r['bytes'] / 1e6:.3f} | {', '.join(r['sources'])} |")

@@ -1,7 +1,7 @@
 """The pinned sources of the demo corpus: exact files from PyPI, checked by sha256.
 
 Changing anything here changes the corpus fingerprint, so the next run rebuilds.
-Chosen for text that people wrote: translators' catalogs (Django, Sphinx), Korean
+Chosen for text that people wrote: translators' catalogs (Django, Sphinx, Wagtail), Korean
 law and bill texts (KoNLPy), the Python reference manual (``pydoc_data`` in the
 standard library) and source code. ``chatterbot-corpus`` was left out on purpose:
 several of its non-English files read as machine-translated, and recent English
@@ -42,6 +42,14 @@ PACKAGES: tuple[Package, ...] = (
         sha256="4405915165f13521d875a8c29c8970800a0141c14cc5416a38feca4ea5d9b9c3",
         parts=("po",),
         homepage="https://www.sphinx-doc.org/",
+    ),
+    Package(
+        name="wagtail",
+        version="7.0.1",
+        filename="wagtail-7.0.1-py3-none-any.whl",
+        sha256="92439c50a919826a4ce8c85bdaf3ed0e436d29598bb2954b4fca5f312b969666",
+        parts=("po",),
+        homepage="https://wagtail.org/",
     ),
     Package(
         name="konlpy",
