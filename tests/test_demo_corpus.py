@@ -282,3 +282,115 @@ def test_real_build_then_up_to_date(tmp_path):
     assert second.returncode == 0 and "up to date" in second.stdout
     assert (out / "part-00000.parquet").stat().st_mtime_ns == before
     assert len(second.stdout.splitlines()) == len(langs) + 1
+
+
+# --- fetching and the whole script, offline ---------------------------------------------------
+
+def _fake_pkg(tmp_path: Path, files: dict[str, str]) -> tuple[Package, bytes]:
+    src = tmp_path / "src"
+    src.mkdir(exist_ok=True)
+    whl = _wheel(src, {"pkg-1.0.dist-info/METADATA": "Name: pkg\nLicense-Expression: MIT\n", **files})
+    data = Path(whl.filename).read_bytes()
+    import hashlib
+
+    pkg = Package("pkg", "1.0", "pkg-1.0-py3-none-any.whl", hashlib.sha256(data).hexdigest(), ("po",), "")
+    return pkg, data
+
+
+def test_fetch_uses_cache_replaces_bad_files_and_checks_pins(tmp_path, monkeypatch):
+    from demo_corpus import fetch as fetch_mod
+
+    pkg, data = _fake_pkg(tmp_path, {})
+    cache = tmp_path / "cache"
+    calls = []
+
+    def fake_pip(cmd, **kw):
+        calls.append(cmd)
+        dest = Path(cmd[cmd.index("--dest") + 1])
+        if not (dest / pkg.filename).exists():  # pip keeps a file it finds
+            (dest / pkg.filename).write_bytes(payload)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(fetch_mod.subprocess, "run", fake_pip)
+    payload = data
+    assert fetch_mod.fetch(pkg, cache).read_bytes() == data and len(calls) == 1
+    assert "pkg==1.0" in calls[0] and "--no-deps" in calls[0]
+    fetch_mod.fetch(pkg, cache)
+    assert len(calls) == 1  # cached: pip not asked again
+
+    (cache / pkg.filename).write_bytes(b"truncated")
+    assert fetch_mod.fetch(pkg, cache).read_bytes() == data and len(calls) == 2
+
+    (cache / pkg.filename).unlink()
+    payload = b"not the pinned wheel"
+    with pytest.raises(fetch_mod.FetchError, match="pinned"):
+        fetch_mod.fetch(pkg, cache)
+
+    monkeypatch.setattr(fetch_mod.subprocess, "run",
+                        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 1, "", "ERROR: No matching distribution"))
+    (cache / pkg.filename).unlink()
+    with pytest.raises(fetch_mod.FetchError, match="No matching distribution"):
+        fetch_mod.fetch(pkg, cache)
+
+
+def _script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("demo_corpus_script", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_script_builds_then_is_up_to_date_offline(tmp_path, monkeypatch, capsys):
+    script = _script()
+    pkg, data = _fake_pkg(tmp_path, {
+        "pkg/locale/de/LC_MESSAGES/django.po": SAMPLE_PO,
+        "pkg/locale/ja/LC_MESSAGES/django.po": 'msgid "Save"\nmsgstr "保存する"\n',
+    })
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / pkg.filename).write_bytes(data)  # cached: no pip
+    monkeypatch.setattr(script, "PACKAGES", (pkg,))
+    monkeypatch.setattr(script.extract, "stdlib_code_docs", lambda: iter([Doc("x = 1\n", "code", "py:a.py")]))
+    monkeypatch.setattr(script.extract, "pydoc_topic_docs", lambda: iter([Doc("Prose.", "en", "py:t")]))
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "part-00007.parquet").write_bytes(b"stale")
+
+    assert script.main(["--out", str(out), "--cache", str(cache)]) == 0
+    first = capsys.readouterr().out
+    assert "demo corpus built" in first and "MB of text in 4 language groups" in first
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "part-00000.parquet", "sources.json"]
+    manifest = json.loads((out / "sources.json").read_text())
+    assert [s["licence"] for s in manifest["sources"]] == ["MIT", "PSF-2.0", "PSF-2.0"]
+    assert manifest["sources"][0]["languages"] == ["de", "ja"]
+    t = pq.read_table(out / "part-00000.parquet")
+    assert sorted(t.column("lang").to_pylist()) == ["code", "de", "en", "ja"]
+
+    mtime = (out / "part-00000.parquet").stat().st_mtime_ns
+    assert script.main(["--out", str(out), "--cache", str(cache)]) == 0
+    second = capsys.readouterr().out
+    assert "up to date" in second and (out / "part-00000.parquet").stat().st_mtime_ns == mtime
+    assert second.splitlines()[:-1] == first.splitlines()[-5:-1]  # the same per-language lines
+
+    # A changed pin (or a damaged file) means a rebuild.
+    (out / "part-00000.parquet").write_bytes(b"damaged")
+    assert script.main(["--out", str(out), "--cache", str(cache)]) == 0
+    assert "built" in capsys.readouterr().out
+    assert pq.read_table(out / "part-00000.parquet").num_rows == 4
+
+
+def test_script_reports_fetch_errors_in_one_line(tmp_path, monkeypatch, capsys):
+    script = _script()
+    pkg, _ = _fake_pkg(tmp_path, {})
+
+    def no_network(p, cache):
+        raise script.FetchError(f"pip could not download {p.spec}: ERROR: network unreachable")
+
+    monkeypatch.setattr(script, "PACKAGES", (pkg,))
+    monkeypatch.setattr(script, "fetch", no_network)
+    assert script.main(["--out", str(tmp_path / "out"), "--cache", str(tmp_path / "c")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("Error: pip could not download pkg==1.0")
+    assert not (tmp_path / "out" / "sources.json").exists()

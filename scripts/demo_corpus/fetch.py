@@ -31,8 +31,10 @@ def fetch(pkg: Package, cache: Path) -> Path:
     the wheel is only read, so the running interpreter's version does not matter.
     """
     path = cache / pkg.filename
-    if path.exists() and sha256_file(path) == pkg.sha256:
-        return path
+    if path.exists():
+        if sha256_file(path) == pkg.sha256:
+            return path
+        path.unlink()  # a truncated or foreign file; pip would keep it as "already downloaded"
     cache.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
            "--no-deps", "--ignore-requires-python", "--only-binary", ":all:",
