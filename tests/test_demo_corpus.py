@@ -394,3 +394,37 @@ def test_script_reports_fetch_errors_in_one_line(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("Error: pip could not download pkg==1.0")
     assert not (tmp_path / "out" / "sources.json").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["django", "sphinx", "wagtail"])
+def test_parse_po_agrees_with_the_shipped_mo_files(name):
+    """Every catalog against the .mo its maintainers compiled (read by the stdlib's gettext).
+
+    msgfmt leaves out fuzzy and empty entries; Sphinx's compiler also fills untranslated
+    plural forms with the English, which the comparison drops on both sides.
+    """
+    import gettext
+    import io
+
+    from demo_corpus.fetch import fetch
+
+    pkg = next(p for p in PACKAGES if p.name == name)
+    whl = zipfile.ZipFile(fetch(pkg, ROOT / "work" / ".demo-cache"))
+    names = set(whl.namelist())
+    pairs = sorted(n for n in names if n.endswith(".po") and n[:-3] + ".mo" in names)
+    assert len(pairs) > 50
+    for po_name in pairs:
+        entries = parse_po(extract.decode_po(whl.read(po_name)))
+        english = {e.msgid for e in entries} | {e.msgid_plural for e in entries}
+        mine = {}
+        for e in entries:
+            if e.msgid == "" or e.fuzzy:
+                continue
+            key = e.msgid if e.msgctxt is None else f"{e.msgctxt}\x04{e.msgid}"
+            forms = {key: e.msgstr[0]} if e.msgid_plural is None else {(key, i): s for i, s in enumerate(e.msgstr)}
+            mine.update({k: s for k, s in forms.items() if s and s not in english})
+        mo = gettext.GNUTranslations(io.BytesIO(whl.read(po_name[:-3] + ".mo")))
+        ref = {k: v for k, v in mo._catalog.items()
+               if v and v not in english and k != "" and not (isinstance(k, tuple) and k[0] == "")}
+        assert mine == ref, po_name
