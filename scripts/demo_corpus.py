@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     if manifest is not None:
         state = "up to date"
     else:
+        try:
+            import pyarrow.parquet  # noqa: F401  (fail before downloading, not after)
+        except ImportError:
+            print("Error: pyarrow is missing; run this with the project's venv (make setup).",
+                  file=sys.stderr)
+            return 1
         print(f"demo corpus: assembling {out} (downloads cached in {cache})", flush=True)
         try:
             manifest = build(out, cache)
