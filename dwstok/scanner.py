@@ -108,183 +108,11 @@ def _step(buf, i, end, table):
     return table[cp], i + 4
 
 
-@njit
-def _cat(buf, i, end, table):
-    """Category of the code point at ``i``, or -1 at the end of the text."""
-    if i >= end:
-        return -1
-    e, _ = _step(buf, i, end, table)
-    return np.int64(e & CAT_MASK)
-
-
-@njit
-def _contraction(buf, k, end, table):
-    """End of ``(?i:'s|'t|'re|'ve|'m|'ll|'d)`` at ``k``, or ``k`` if it does not match."""
-    if k + 1 >= end or buf[k] != _APOS:
-        return k
-    e1, k1 = _step(buf, k + 1, end, table)
-    f = e1 >> 4
-    if f == _F_S or f == _F_T or f == _F_M or f == _F_D:
-        return k1
-    if (f == _F_R or f == _F_V or f == _F_L) and k1 < end:
-        e2, k2 = _step(buf, k1, end, table)
-        f2 = e2 >> 4
-        if (f2 == _F_E and f != _F_L) or (f2 == _F_L and f == _F_L):
-            return k2
-    return k
-
-
-@njit
-def _contraction_ascii(buf, k, end):
-    """End of case-sensitive ``'(?:[sdmt]|ll|ve|re)`` at ``k`` (gpt2), or ``k``."""
-    if k + 1 >= end or buf[k] != _APOS:
-        return k
-    c = buf[k + 1]
-    if c == 0x73 or c == 0x64 or c == 0x6D or c == 0x74:  # s d m t
-        return k + 2
-    if k + 2 < end:
-        c2 = buf[k + 2]
-        if (c == 0x6C and c2 == 0x6C) or ((c == 0x76 or c == 0x72) and c2 == 0x65):  # ll ve re
-            return k + 3
-    return k
-
-
-@njit
-def _run(buf, k, end, table, c1, c2, c3):
-    """End of the maximal run of categories c1/c2/c3 starting at ``k``."""
-    while k < end:
-        e, k2 = _step(buf, k, end, table)
-        c = e & CAT_MASK
-        if c != c1 and c != c2 and c != c3:
-            break
-        k = k2
-    return k
-
-
-@njit
-def _newlines(buf, k, end, slash):
-    """End of ``[\\r\\n]*`` (``[\\r\\n/]*`` with ``slash``) at ``k``."""
-    while k < end:
-        b = buf[k]
-        if b == _CR or b == _LF or (slash and b == _SLASH):
-            k += 1
-        else:
-            break
-    return k
-
-
-@njit
-def _spaces(buf, i, end, table):
-    """Scan the white-space run at ``i``: (its end, end of its last \\r/\\n or -1,
-    start of its last character)."""
-    k = i
-    last_nl = -1
-    last = i
-    while k < end:
-        e, k2 = _step(buf, k, end, table)
-        c = e & CAT_MASK
-        if c == CRLF:
-            last_nl = k2
-        elif c != SPACE:
-            break
-        last = k
-        k = k2
-    return k, last_nl, last
-
-
-@njit
-def _digits(buf, i, end, table, out, n, group, from_right):
-    """Emit the pieces of the digit run at ``i``: every digit (group 0), groups of
-    ``group`` from the left, or from the right. Returns (run end, new n)."""
-    k = i
-    count = 0
-    while k < end:
-        e, k2 = _step(buf, k, end, table)
-        if e & CAT_MASK != NUMBER:
-            break
-        count += 1
-        k = k2
-    if group == 0:
-        n += 1
-        out[n] = k
-        return k, n
-    lim = group
-    if from_right and count % group != 0:
-        lim = count % group
-    p = i
-    g = 0
-    while p < k:
-        _, p = _step(buf, p, end, table)
-        g += 1
-        if g == lim or p == k:
-            n += 1
-            out[n] = p
-            g = 0
-            lim = group
-    return k, n
-
-
-# ---------------------------------------------------------------- o200k
-
-
-@njit
-def _o200k_letters(buf, p, end, table):
-    """The two letter alternatives of o200k at ``p`` (after the optional prefix):
-    (end of ``U*L+``, or -1; end of ``U+L*``, or -1), U = [Lu Lt Lm Lo M], L = [Ll Lm Lo M].
-
-    ``U*`` runs greedily over [Lu Lt Lm Lo M]; if an Ll follows, ``L+`` takes the run
-    of [Ll Lm Lo M] after it. Otherwise ``U*`` backtracks to its last Lm/Lo/M, which
-    ``L+`` then matches alone (the character after it is Lu/Lt or ends the run)."""
-    k = p
-    last_both = -1
-    while k < end:
-        e, k2 = _step(buf, k, end, table)
-        c = e & CAT_MASK
-        if c == UPPER:
-            pass
-        elif c == LETTER or c == MARK:
-            last_both = k2
-        else:
-            break
-        k = k2
-    if k < end:
-        e, k2 = _step(buf, k, end, table)
-        if e & CAT_MASK == LOWER:
-            return _run(buf, k2, end, table, LOWER, LETTER, MARK), k
-    return last_both, (k if k > p else -1)
-
-
-@njit
-def _o200k_piece(buf, i, end, table):
-    """End of the o200k match at ``i`` (the character at ``i`` is not a digit)."""
-    e, j = _step(buf, i, end, table)
-    c = e & CAT_MASK
-    # [^\r\n\p{L}\p{N}]?[U]*[L]+(?i:'s|...)?  then  [^\r\n\p{L}\p{N}]?[U]+[L]*(...)?
-    if c == UPPER or c == LOWER or c == LETTER:
-        m1, m2 = _o200k_letters(buf, i, end, table)
-        return _contraction(buf, m1 if m1 >= 0 else m2, end, table)
-    if c == MARK:
-        # As a prefix first; if that fails, the mark alone is the [L]+ of the
-        # first alternative (U* backtracks to it), before the second is tried.
-        m1, m2 = _o200k_letters(buf, j, end, table)
-        return _contraction(buf, m1 if m1 >= 0 else j, end, table)
-    if c != CRLF:  # OTHER or SPACE as the optional prefix
-        nc = _cat(buf, j, end, table)
-        if nc == UPPER or nc == LOWER or nc == LETTER or nc == MARK:
-            m1, m2 = _o200k_letters(buf, j, end, table)
-            return _contraction(buf, m1 if m1 >= 0 else m2, end, table)
-        # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
-        if c == OTHER:
-            return _newlines(buf, _run(buf, j, end, table, OTHER, MARK, OTHER), end, True)
-        if buf[i] == _SP and (nc == OTHER or nc == MARK):
-            return _newlines(buf, _run(buf, j, end, table, OTHER, MARK, OTHER), end, True)
-    # \s*[\r\n]+ | \s+(?!\S) | \s+
-    w, last_nl, last = _spaces(buf, i, end, table)
-    if last_nl >= 0:
-        return last_nl
-    if w == end or last == i:
-        return w
-    return last
+# ---------------------------------------------------------------- kernels
+#
+# Each pattern is one flat loop. Only ``_step`` (small, inlined by LLVM) is called:
+# a call that passes arrays to a non-inlined helper costs two atomic refcount
+# updates, which made a helper-per-alternative version 8x slower.
 
 
 @njit
@@ -294,47 +122,142 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     i = start
     while i < end:
         e, j = _step(buf, i, end, table)
-        if e & CAT_MASK == NUMBER:
-            i, n = _digits(buf, i, end, table, out, n, 3, from_right)
+        c = e & CAT_MASK
+        if c == NUMBER:
+            # \p{N}{1,3}, or with from_right \p{N}{1,3}(?=(?:\p{N}{3})*(?!\p{N})):
+            # the whole run is split at once (linear even for a million digits).
+            k = j
+            count = 1
+            while k < end:
+                e2, k2 = _step(buf, k, end, table)
+                if e2 & CAT_MASK != NUMBER:
+                    break
+                count += 1
+                k = k2
+            lim = 3
+            if from_right and count % 3 != 0:
+                lim = count % 3
+            g = 0
+            while i < k:
+                e2, i = _step(buf, i, end, table)
+                g += 1
+                if g == lim or i == k:
+                    n += 1
+                    out[n] = i
+                    g = 0
+                    lim = 3
             continue
-        i = _o200k_piece(buf, i, end, table)
+
+        # [^\r\n\p{L}\p{N}]?U*L+C?  |  [^\r\n\p{L}\p{N}]?U+L*C?
+        # with U = [Lu Lt Lm Lo M], L = [Ll Lm Lo M], C the contractions.
+        # U* runs greedily over U; if an Ll follows, L+ takes the L-run after it.
+        # Otherwise U* backtracks to the last Lm/Lo/M of its run, which L+ matches
+        # alone (what follows it is Lu/Lt or not a letter). Only if the run has none
+        # does the second alternative take the whole U-run.
+        m = -1
+        p = -1
+        mark_alone = -1
+        if c == UPPER or c == LOWER or c == LETTER:
+            p = i
+        elif c == MARK:
+            # A mark is first tried as the prefix; if that fails, it is itself the
+            # L+ of the first alternative, before the second one is tried.
+            p = j
+            mark_alone = j
+        elif c != CRLF:
+            p = j  # OTHER or SPACE as the optional prefix
+        if p >= 0:
+            k = p
+            last_both = -1
+            low = -1
+            while k < end:
+                e2, k2 = _step(buf, k, end, table)
+                c2 = e2 & CAT_MASK
+                if c2 == LOWER:
+                    low = k2
+                    break
+                if c2 == LETTER or c2 == MARK:
+                    last_both = k2
+                elif c2 != UPPER:
+                    break
+                k = k2
+            if low >= 0:
+                k = low
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    c2 = e2 & CAT_MASK
+                    if c2 != LOWER and c2 != LETTER and c2 != MARK:
+                        break
+                    k = k2
+                m = k
+            elif last_both >= 0:
+                m = last_both
+            elif mark_alone >= 0:
+                m = mark_alone
+            elif k > p:
+                m = k
+        if m >= 0:
+            # (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+            if m + 1 < end and buf[m] == _APOS:
+                e1, k1 = _step(buf, m + 1, end, table)
+                f = e1 >> 4
+                if f == _F_S or f == _F_T or f == _F_M or f == _F_D:
+                    m = k1
+                elif (f == _F_R or f == _F_V or f == _F_L) and k1 < end:
+                    e2, k2 = _step(buf, k1, end, table)
+                    f2 = e2 >> 4
+                    if (f2 == _F_E and f != _F_L) or (f2 == _F_L and f == _F_L):
+                        m = k2
+            n += 1
+            out[n] = m
+            i = m
+            continue
+
+        # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
+        punct = c == OTHER
+        if not punct and buf[i] == _SP and j < end:
+            e2, k2 = _step(buf, j, end, table)
+            c2 = e2 & CAT_MASK
+            punct = c2 == OTHER or c2 == MARK
+        if punct:
+            k = j
+            while k < end:
+                e2, k2 = _step(buf, k, end, table)
+                c2 = e2 & CAT_MASK
+                if c2 != OTHER and c2 != MARK:
+                    break
+                k = k2
+            while k < end and (buf[k] == _CR or buf[k] == _LF or buf[k] == _SLASH):
+                k += 1
+            n += 1
+            out[n] = k
+            i = k
+            continue
+
+        # \s*[\r\n]+ (ends after the run's last \r/\n) | \s+(?!\S) (all of the run
+        # at the end of the text, else all but its last character) | \s+
+        k = i
+        last_nl = -1
+        last = i
+        while k < end:
+            e2, k2 = _step(buf, k, end, table)
+            c2 = e2 & CAT_MASK
+            if c2 == CRLF:
+                last_nl = k2
+            elif c2 != SPACE:
+                break
+            last = k
+            k = k2
+        if last_nl >= 0:
+            m = last_nl
+        elif k == end or last == i:
+            m = k
+        else:
+            m = last
         n += 1
-        out[n] = i
+        out[n] = m
+        i = m
     return n
-
-
-# ---------------------------------------------------------------- cl100k, gpt2
-
-
-@njit
-def _cl100k_piece(buf, i, end, table):
-    """End of the cl100k match at ``i`` (not a digit)."""
-    e, j = _step(buf, i, end, table)
-    c = e & CAT_MASK
-    # '(?i:[sdmt]|ll|ve|re)
-    k = _contraction(buf, i, end, table)
-    if k > i:
-        return k
-    # [^\r\n\p{L}\p{N}]?+\p{L}++
-    if c == UPPER or c == LOWER or c == LETTER:
-        return _run(buf, j, end, table, UPPER, LOWER, LETTER)
-    nc = _cat(buf, j, end, table)
-    if c != CRLF and (nc == UPPER or nc == LOWER or nc == LETTER):
-        return _run(buf, j, end, table, UPPER, LOWER, LETTER)
-    # ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
-    if c == OTHER or c == MARK:
-        return _newlines(buf, _run(buf, j, end, table, OTHER, MARK, OTHER), end, False)
-    if buf[i] == _SP and (nc == OTHER or nc == MARK):
-        return _newlines(buf, _run(buf, j, end, table, OTHER, MARK, OTHER), end, False)
-    # \s++$ | \s*[\r\n] | \s+(?!\S) | \s
-    w, last_nl, last = _spaces(buf, i, end, table)
-    if w == end:
-        return w
-    if last_nl >= 0:
-        return last_nl
-    if last > i:
-        return last
-    return j
 
 
 @njit
@@ -344,43 +267,95 @@ def _scan_cl100k(buf, start, end, table, out):
     i = start
     while i < end:
         e, j = _step(buf, i, end, table)
-        if e & CAT_MASK == NUMBER:
-            i, n = _digits(buf, i, end, table, out, n, 3, False)
+        c = e & CAT_MASK
+        if c == NUMBER:
+            # \p{N}{1,3}+
+            g = 0
+            while i < end:
+                e2, k2 = _step(buf, i, end, table)
+                if e2 & CAT_MASK != NUMBER:
+                    break
+                i = k2
+                g += 1
+                if g == 3:
+                    n += 1
+                    out[n] = i
+                    g = 0
+            if g > 0:
+                n += 1
+                out[n] = i
             continue
-        i = _cl100k_piece(buf, i, end, table)
+
+        # '(?i:[sdmt]|ll|ve|re)
+        m = -1
+        if buf[i] == _APOS and j < end:
+            e1, k1 = _step(buf, j, end, table)
+            f = e1 >> 4
+            if f == _F_S or f == _F_T or f == _F_M or f == _F_D:
+                m = k1
+            elif (f == _F_R or f == _F_V or f == _F_L) and k1 < end:
+                e2, k2 = _step(buf, k1, end, table)
+                f2 = e2 >> 4
+                if (f2 == _F_E and f != _F_L) or (f2 == _F_L and f == _F_L):
+                    m = k2
+        if m < 0:
+            nc = -1
+            if j < end:
+                e2, k2 = _step(buf, j, end, table)
+                nc = e2 & CAT_MASK
+            # [^\r\n\p{L}\p{N}]?+\p{L}++
+            p = -1
+            if c == UPPER or c == LOWER or c == LETTER:
+                p = j
+            elif c != CRLF and (nc == UPPER or nc == LOWER or nc == LETTER):
+                p = j
+            if p >= 0:
+                k = p
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    c2 = e2 & CAT_MASK
+                    if c2 != UPPER and c2 != LOWER and c2 != LETTER:
+                        break
+                    k = k2
+                m = k
+            elif c == OTHER or c == MARK or (buf[i] == _SP and (nc == OTHER or nc == MARK)):
+                # ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
+                k = j
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    c2 = e2 & CAT_MASK
+                    if c2 != OTHER and c2 != MARK:
+                        break
+                    k = k2
+                while k < end and (buf[k] == _CR or buf[k] == _LF):
+                    k += 1
+                m = k
+            else:
+                # \s++$ | \s*[\r\n] | \s+(?!\S) | \s
+                k = i
+                last_nl = -1
+                last = i
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    c2 = e2 & CAT_MASK
+                    if c2 == CRLF:
+                        last_nl = k2
+                    elif c2 != SPACE:
+                        break
+                    last = k
+                    k = k2
+                if k == end:
+                    m = k
+                elif last_nl >= 0:
+                    m = last_nl
+                elif last > i:
+                    m = last
+                else:
+                    m = j
         n += 1
-        out[n] = i
+        out[n] = m
+        i = m
     return n
-
-
-@njit
-def _gpt2_piece(buf, i, end, table):
-    """End of the gpt2 (r50k) match at ``i``."""
-    e, j = _step(buf, i, end, table)
-    c = e & CAT_MASK
-    # '(?:[sdmt]|ll|ve|re)
-    k = _contraction_ascii(buf, i, end)
-    if k > i:
-        return k
-    p = i
-    if buf[i] == _SP and j < end:  # the optional space of ' ?\p{L}++' etc.
-        nc = _cat(buf, j, end, table)
-        if nc != SPACE and nc != CRLF:
-            p = j
-            c = nc
-    if c == UPPER or c == LOWER or c == LETTER:
-        return _run(buf, p, end, table, UPPER, LOWER, LETTER)
-    if c == NUMBER:
-        return _run(buf, p, end, table, NUMBER, NUMBER, NUMBER)
-    if c == OTHER or c == MARK:
-        return _run(buf, p, end, table, OTHER, MARK, OTHER)
-    # \s++$ | \s+(?!\S) | \s
-    w, last_nl, last = _spaces(buf, i, end, table)
-    if w == end:
-        return w
-    if last > i:
-        return last
-    return j
 
 
 @njit
@@ -389,9 +364,67 @@ def _scan_gpt2(buf, start, end, table, out):
     out[0] = start
     i = start
     while i < end:
-        i = _gpt2_piece(buf, i, end, table)
+        e, j = _step(buf, i, end, table)
+        c = e & CAT_MASK
+        m = -1
+        # '(?:[sdmt]|ll|ve|re)  (case-sensitive in r50k)
+        if buf[i] == _APOS and j < end:
+            b1 = buf[j]
+            if b1 == 0x73 or b1 == 0x64 or b1 == 0x6D or b1 == 0x74:  # s d m t
+                m = j + 1
+            elif j + 1 < end:
+                b2 = buf[j + 1]
+                if (b1 == 0x6C and b2 == 0x6C) or ((b1 == 0x76 or b1 == 0x72) and b2 == 0x65):
+                    m = j + 2
+        if m < 0:
+            # ' ?\p{L}++ | ?\p{N}++ | ?[^\s\p{L}\p{N}]++': the optional space
+            # joins whatever non-space follows it.
+            p = i
+            if buf[i] == _SP and j < end:
+                e2, k2 = _step(buf, j, end, table)
+                c2 = e2 & CAT_MASK
+                if c2 != SPACE and c2 != CRLF:
+                    p = j
+                    c = c2
+            if c == UPPER or c == LOWER or c == LETTER:
+                c1, c2, c3 = UPPER, LOWER, LETTER
+            elif c == NUMBER:
+                c1, c2, c3 = NUMBER, NUMBER, NUMBER
+            elif c == OTHER or c == MARK:
+                c1, c2, c3 = OTHER, MARK, MARK
+            else:
+                c1 = -1
+                c2 = -1
+                c3 = -1
+            if c1 >= 0:
+                k = p
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    cc = e2 & CAT_MASK
+                    if cc != c1 and cc != c2 and cc != c3:
+                        break
+                    k = k2
+                m = k
+            else:
+                # \s++$ | \s+(?!\S) | \s
+                k = i
+                last = i
+                while k < end:
+                    e2, k2 = _step(buf, k, end, table)
+                    cc = e2 & CAT_MASK
+                    if cc != SPACE and cc != CRLF:
+                        break
+                    last = k
+                    k = k2
+                if k == end:
+                    m = k
+                elif last > i:
+                    m = last
+                else:
+                    m = j
         n += 1
-        out[n] = i
+        out[n] = m
+        i = m
     return n
 
 
