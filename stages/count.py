@@ -1,0 +1,200 @@
+"""count: reduce the pretokenize shards → ``count/pieces.arrow`` + ``count/stats.json``.
+
+``pieces.arrow`` holds one row per unique piece, sorted by its bytes:
+``piece: large_binary``, ``count: int64`` (all languages) and one int64 column per
+language, ``lang:<code>`` (e.g. ``lang:en``), in sorted language order. Arrow's hash
+group-by does the counting; sorting makes the bytes independent of thread scheduling.
+
+``stats.json`` (for people and for ``train``): documents and bytes per language, Han
+character counts (descending, then by code point), totals, skipped/replaced documents.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dwstok.errors import InputError
+
+from .config import Config
+from .executors import Executor
+from .inputs import Inputs
+from .manifest import (
+    Manifest,
+    Timer,
+    invalidate,
+    read_json,
+    read_table,
+    up_to_date,
+    write_json,
+    write_table,
+)
+
+STAGE = "count"
+UPSTREAM = "pretokenize"
+CONFIG_KEYS = ("pattern",)
+LANG_PREFIX = "lang:"
+# Fold the shards' rows into the running total once this many are pending.
+COMPACT_ROWS = 8_000_000
+
+
+def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
+    """Count unique pieces across all shards; write pieces.arrow and stats.json."""
+    out_dir = Path(out_dir)
+    up_dir, up = inputs.upstream(UPSTREAM)
+    config_hash = config.hash_of(*CONFIG_KEYS)
+    inputs_hash = up.output_hash
+    done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
+    if done:
+        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
+        return done
+    invalidate(out_dir)
+
+    parts = sorted(n for n in up.outputs if n.startswith("part-") and n.endswith(".arrow"))
+    with Timer() as t_stats:
+        stats = merge_stats([read_json(up_dir / n.replace(".arrow", ".json"))["stats"] for n in parts])
+    langs = sorted(stats["docs_by_lang"])
+    if stats["docs"] == 0:
+        raise InputError("empty corpus: pretokenize found no documents")
+
+    executor.progress.start(STAGE, total_bytes=sum(up.outputs[n].bytes for n in parts), total_items=len(parts))
+    with Timer() as t_reduce:
+        table = reduce_parts([up_dir / n for n in parts], langs, on_part=lambda n: executor.progress.advance(bytes=n, items=1), sizes=[up.outputs[n].bytes for n in parts])
+    executor.progress.finish()
+    with Timer() as t_pivot:
+        wide = pivot(table, langs)
+    stats["unique_pieces"] = wide.num_rows
+
+    with Timer() as t_write:
+        outputs = {
+            "pieces.arrow": write_table(
+                out_dir / "pieces.arrow",
+                wide,
+                metadata={
+                    "dwstok.kind": "count-pieces",
+                    "dwstok.pattern": config.pattern_string,
+                    "dwstok.languages": ",".join(langs),
+                },
+            ),
+            "stats.json": write_json(out_dir / "stats.json", stats),
+        }
+    m = Manifest(
+        stage=STAGE,
+        config_hash=config_hash,
+        inputs_hash=inputs_hash,
+        outputs=outputs,
+        counts={
+            "docs": stats["docs"],
+            "bytes": stats["bytes"],
+            "pieces": stats["pieces"],
+            "unique_pieces": wide.num_rows,
+            "languages": len(langs),
+            "han_chars": len(stats["han"]),
+        },
+        timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "pivot_s": t_pivot.seconds, "write_s": t_write.seconds},
+        info={"pattern": config.pattern_string, "languages": langs},
+        inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+    )
+    return m.write(out_dir)
+
+
+def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sum per-shard stats; Han characters ordered by count (desc) then code point."""
+    docs_by: Counter[str] = Counter()
+    bytes_by: Counter[str] = Counter()
+    han: Counter[str] = Counter()
+    tot = {"docs": 0, "bytes": 0, "pieces": 0, "skipped": 0, "replaced": 0}
+    for s in stats:
+        for k in tot:
+            tot[k] += int(s.get(k, 0))
+        docs_by.update(s["docs_by_lang"])
+        bytes_by.update(s["bytes_by_lang"])
+        han.update(s["han"])
+    han_sorted = dict(sorted(han.items(), key=lambda kv: (-kv[1], ord(kv[0]))))
+    return {
+        "docs": tot["docs"],
+        "bytes": tot["bytes"],
+        "pieces": tot["pieces"],
+        "skipped_docs": tot["skipped"],
+        "replaced_docs": tot["replaced"],
+        "docs_by_lang": dict(sorted(docs_by.items())),
+        "bytes_by_lang": dict(sorted(bytes_by.items())),
+        "han_total": int(sum(han.values())),
+        "han": han_sorted,
+    }
+
+
+def reduce_parts(paths: list[Path], langs: list[str], *, on_part=None, sizes=None):
+    """(piece, lang_id, count) summed over every part, sorted by (piece, lang_id).
+
+    Languages become small integer ids (index into the sorted ``langs``) before the
+    group-by: cheaper keys, and sorting by id is sorting by name.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    value_set = pa.array(langs, pa.string())
+    acc = None
+    pending: list[Any] = []
+    rows = 0
+    for i, p in enumerate(paths):
+        t = read_table(p)
+        lid = pc.index_in(t.column("lang"), value_set=value_set).cast(pa.int32())
+        pending.append(pa.table({"piece": t.column("piece"), "lang": lid, "count": t.column("count")}))
+        rows += t.num_rows
+        if rows > COMPACT_ROWS:
+            acc = _group([acc, *pending] if acc is not None else pending)
+            pending, rows = [], acc.num_rows
+        if on_part:
+            on_part(sizes[i] if sizes else 0)
+    acc = _group([acc, *pending] if acc is not None else pending)
+    return acc.sort_by([("piece", "ascending"), ("lang", "ascending")])
+
+
+def _group(tables):
+    import pyarrow as pa
+
+    t = pa.concat_tables(tables)
+    g = t.group_by(["piece", "lang"]).aggregate([("count", "sum")])
+    return pa.table({"piece": g.column("piece"), "lang": g.column("lang"), "count": g.column("count_sum")})
+
+
+def pivot(table, langs: list[str]):
+    """Long (piece, lang, count) sorted by piece → wide: one row per piece, a column per
+    language. Vectorised: group ids from where the sorted piece changes, then one
+    scatter per language."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table = table.combine_chunks()
+    n = table.num_rows
+    piece = table.column("piece").chunk(0) if table.num_rows else pa.array([], pa.large_binary())
+    if n == 0:
+        cols = {"piece": piece, "count": pa.array([], pa.int64())}
+        cols.update({LANG_PREFIX + g: pa.array([], pa.int64()) for g in langs})
+        return pa.table(cols)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = pc.not_equal(piece.slice(1), piece.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    gid = np.cumsum(new) - 1
+    n_unique = int(gid[-1]) + 1
+    lang = table.column("lang").to_numpy()
+    count = table.column("count").to_numpy()
+    first = np.flatnonzero(new)
+    cols = {"piece": piece.take(pa.array(first)), "count": pa.array(np.add.reduceat(count, first))}
+    for i, g in enumerate(langs):
+        col = np.zeros(n_unique, dtype=np.int64)
+        m = lang == i
+        col[gid[m]] = count[m]  # (piece, lang) rows are unique: a scatter, not a sum
+        cols[LANG_PREFIX + g] = pa.array(col)
+    return pa.table(cols)
+
+
+def read_pieces(path: str | Path):
+    """``(table, langs)`` of a count/pieces.arrow file."""
+    t = read_table(path)
+    langs = [c[len(LANG_PREFIX):] for c in t.column_names if c.startswith(LANG_PREFIX)]
+    return t, langs

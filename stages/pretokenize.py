@@ -1,0 +1,356 @@
+"""pretokenize: corpus shard → ``part-NNNNN.arrow`` of (piece, lang, count), a map stage.
+
+Each input shard is streamed batch by batch: the Numba scanner splits every document's
+UTF-8 in one kernel call per batch, the pieces become an Arrow binary array over the
+batch's own text buffer (zero copy), and Arrow's hash group-by counts (piece, lang)
+pairs. The shard's marker ``part-NNNNN.json`` carries its stats: bytes and documents per
+language, Han character counts (Han = ``regex`` ``\\p{Han}``), pieces, skipped and
+replaced documents.
+
+Output schema: ``piece: large_binary, lang: string, count: int64``, unique (piece, lang)
+rows within the shard.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dwstok._jit import njit
+from dwstok.errors import InputError
+from dwstok.scanner import get_scanner, scan_range
+
+from .config import Config
+from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
+from .executors import Executor
+from .inputs import Inputs
+from .manifest import (
+    Manifest,
+    Timer,
+    hash_file,
+    hash_obj,
+    invalidate,
+    mark_shard_done,
+    part_name,
+    remove_stale_parts,
+    shard_done,
+    up_to_date,
+    write_table,
+)
+
+STAGE = "pretokenize"
+CONFIG_KEYS = ("pattern", "corpus")
+# Re-aggregate a shard's partial counts once they hold this many rows (bounds memory).
+COMPACT_ROWS = 4_000_000
+
+
+def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
+    """Pretokenize every corpus shard into ``out_dir/part-NNNNN.arrow``."""
+    out_dir = Path(out_dir)
+    with Timer() as t_plan:
+        shards = plan_shards(inputs.require_corpus(), config.corpus)
+    _check_not_empty(shards)
+    config_hash = config.hash_of(*CONFIG_KEYS)
+    inputs_hash = hash_obj(corpus_fingerprint(shards))
+    done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
+    if done:
+        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
+        return done
+    invalidate(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    tasks = [
+        _Task(config, s, str(out_dir), hash_obj({"config": config_hash, "shard": s.key(), "index": s.index}))
+        for s in shards
+    ]
+    with Timer() as t_map:
+        results = list(
+            executor.map(_pretokenize_shard, tasks, label=STAGE, total_bytes=total_bytes(shards))
+        )
+    remove_stale_parts(out_dir, keep=len(shards))
+
+    totals = _sum_stats([r["stats"] for r in results])
+    if totals["docs"] == 0:
+        where = ", ".join(inputs.corpus)
+        raise InputError(f"empty corpus: no documents with text in {where}")
+    outputs = {}
+    for s, r in zip(shards, results):
+        outputs.update(r["outputs"])
+        # The marker is an output too: count reads the shard's stats from it.
+        marker = part_name(s.index, ".json")
+        outputs[marker] = hash_file(out_dir / marker)
+    counts = {
+        "shards": len(shards),
+        "resumed_shards": sum(r["resumed"] for r in results),
+        "docs": totals["docs"],
+        "bytes": totals["bytes"],
+        "pieces": totals["pieces"],
+        "rows": totals["rows"],
+        "skipped_docs": totals["skipped"],
+        "replaced_docs": totals["replaced"],
+        "languages": len(totals["docs_by_lang"]),
+    }
+    m = Manifest(
+        stage=STAGE,
+        config_hash=config_hash,
+        inputs_hash=inputs_hash,
+        outputs=outputs,
+        counts=counts,
+        timings={"plan_s": t_plan.seconds, "map_s": t_map.seconds},
+        info={"pattern": config.pattern_string, "pattern_name": config.pattern, "version": config.version},
+        inputs={"corpus": [s.key() for s in shards]},
+    )
+    return m.write(out_dir)
+
+
+def _check_not_empty(shards: list[Shard]) -> None:
+    """An obviously empty corpus is refused before anything is written."""
+    if not shards or all(s.bytes == 0 for s in shards):
+        raise InputError(
+            "empty corpus: the files given hold no documents"
+            + (f" ({', '.join(sorted({s.path for s in shards}))})" if shards else "")
+        )
+
+
+@dataclass(frozen=True)
+class _Task:
+    config: Config
+    shard: Shard
+    out_dir: str
+    key: str
+
+    @property
+    def bytes(self) -> int:
+        return self.shard.bytes
+
+
+def _pretokenize_shard(task: _Task) -> dict[str, Any]:
+    """One shard's whole job: read, split, count, write, mark done. Resumable."""
+    out_dir = Path(task.out_dir)
+    prev = shard_done(out_dir, task.shard.index, task.key)
+    if prev is not None:
+        return _result(prev.outputs, prev.stats, resumed=True)
+
+    cfg = task.config
+    scanner = get_scanner(cfg.pattern)
+    acc = _ShardCounts()
+    for batch in read_batches(task.shard, cfg.corpus):
+        acc.add(batch, scanner)
+    table = acc.table()
+    stats = acc.stats(rows=table.num_rows)
+    name = part_name(task.shard.index)
+    info = write_table(
+        out_dir / name,
+        table,
+        metadata={
+            "dwstok.kind": "pretokenize-shard",
+            "dwstok.pattern": cfg.pattern_string,
+            "dwstok.version": cfg.version,
+            "dwstok.source": task.shard.describe(),
+        },
+    )
+    mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
+    return _result({name: info}, stats, resumed=False)
+
+
+def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
+    return {"outputs": outputs, "stats": stats, "bytes": stats["bytes"], "docs": stats["docs"], "resumed": resumed}
+
+
+class _ShardCounts:
+    """Accumulates a shard's (piece, lang) counts and stats across batches."""
+
+    def __init__(self):
+        self.parts: list[Any] = []
+        self.rows = 0
+        self.bytes_by_lang: Counter[str] = Counter()
+        self.docs_by_lang: Counter[str] = Counter()
+        self.han = np.zeros(0, dtype=np.int64)  # dense counts over Han code points
+        self.pieces = 0
+        self.skipped = 0
+        self.replaced = 0
+
+    def add(self, batch, scanner) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.skipped += batch.skipped
+        self.replaced += batch.replaced
+        text = batch.text
+        n = len(text)
+        if n == 0:
+            return
+        bufs = text.buffers()
+        doc_offs = np.frombuffer(bufs[1], dtype=np.int64)[text.offset : text.offset + n + 1]
+        data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+        piece_offs, per_doc = split_documents(scanner, data, doc_offs)
+
+        enc = pc.dictionary_encode(batch.lang)
+        lang_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        langs = enc.dictionary.to_pylist()
+        doc_len = np.diff(doc_offs)
+        for i, v in enumerate(np.bincount(lang_idx, weights=doc_len, minlength=len(langs))):
+            self.bytes_by_lang[langs[i]] += int(v)
+        for i, v in enumerate(np.bincount(lang_idx, minlength=len(langs))):
+            self.docs_by_lang[langs[i]] += int(v)
+        self._count_han(data[doc_offs[0] : doc_offs[-1]])
+
+        n_pieces = len(piece_offs) - 1
+        self.pieces += n_pieces
+        if n_pieces == 0:
+            return
+        pieces = pa.LargeBinaryArray.from_buffers(
+            pa.large_binary(), n_pieces, [None, pa.py_buffer(piece_offs), bufs[2]]
+        )
+        piece_lang = np.repeat(lang_idx, per_doc)
+        t = pa.table({"piece": pieces, "lang": pa.array(piece_lang)})
+        g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
+        part = pa.table(
+            {
+                "piece": g.column("piece"),
+                "lang": enc.dictionary.take(g.column("lang")),
+                "count": g.column("count_all"),
+            }
+        )
+        self.parts.append(part)
+        self.rows += part.num_rows
+        if self.rows > COMPACT_ROWS and len(self.parts) > 1:
+            self.parts = [self._combine()]
+            self.rows = self.parts[0].num_rows
+
+    def _combine(self):
+        import pyarrow as pa
+
+        t = pa.concat_tables(self.parts)
+        g = t.group_by(["piece", "lang"], use_threads=False).aggregate([("count", "sum")])
+        return pa.table({"piece": g.column("piece"), "lang": g.column("lang"), "count": g.column("count_sum")})
+
+    def _count_han(self, utf8: np.ndarray) -> None:
+        if utf8.size == 0:
+            return
+        # Whole batch at once: decode to code points and look each up in a table made
+        # from the regex module's \p{Han}, so the definition is exactly regex's.
+        cps = np.frombuffer(utf8.tobytes().decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
+        cps = cps[cps >= _HAN_MIN]
+        if cps.size == 0:
+            return
+        table = han_table()
+        cps = cps[table[cps]]
+        if cps.size == 0:
+            return
+        c = np.bincount(cps - _HAN_MIN)
+        if c.size > self.han.size:
+            c[: self.han.size] += self.han
+            self.han = c
+        else:
+            self.han[: c.size] += c
+
+    def table(self):
+        import pyarrow as pa
+
+        if not self.parts:
+            return pa.table(
+                {
+                    "piece": pa.array([], pa.large_binary()),
+                    "lang": pa.array([], pa.string()),
+                    "count": pa.array([], pa.int64()),
+                }
+            )
+        t = self.parts[0] if len(self.parts) == 1 else self._combine()
+        return t.combine_chunks()
+
+    def stats(self, *, rows: int) -> dict[str, Any]:
+        nz = np.flatnonzero(self.han)
+        han = {chr(int(i) + _HAN_MIN): int(self.han[i]) for i in nz}
+        return {
+            "bytes": int(sum(self.bytes_by_lang.values())),
+            "docs": int(sum(self.docs_by_lang.values())),
+            "pieces": int(self.pieces),
+            "rows": int(rows),
+            "skipped": int(self.skipped),
+            "replaced": int(self.replaced),
+            "bytes_by_lang": dict(sorted(self.bytes_by_lang.items())),
+            "docs_by_lang": dict(sorted(self.docs_by_lang.items())),
+            "han": han,
+        }
+
+
+_HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement
+
+
+@functools.lru_cache(maxsize=1)
+def han_table() -> np.ndarray:
+    """Boolean table over all code points: True where ``regex`` matches ``\\p{Han}``."""
+    import regex
+
+    cps = np.arange(0x110000, dtype=np.uint32)
+    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
+    text = cps.astype("<u4").tobytes().decode("utf-32-le")
+    table = np.zeros(0x110000, dtype=bool)
+    for m in regex.finditer(r"\p{Han}+", text):
+        table[cps[m.start() : m.end()]] = True
+    return table
+
+
+def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pretoken bounds of every document of a batch.
+
+    ``data`` is the batch's UTF-8 buffer and ``doc_offs`` the n+1 document offsets into
+    it. Returns ``(piece_offs, per_doc)``: absolute piece offsets (documents are
+    contiguous, so one array delimits every piece of every document) and the number of
+    pieces of each document.
+    """
+    n = len(doc_offs) - 1
+    if n == 0:
+        return doc_offs[:1].copy(), np.zeros(0, np.int64)
+    if scanner.is_native:
+        out = np.empty(int(doc_offs[-1] - doc_offs[0]) + 1, dtype=np.int64)
+        per_doc = np.empty(n, dtype=np.int64)
+        k = _scan_docs(scanner.kind, data, doc_offs, scanner.table, out, per_doc)
+        return out[: k + 1], per_doc
+    # The regex fallback: correct, slow, one call per document.
+    chunks = [doc_offs[:1]]
+    per_doc = np.zeros(n, dtype=np.int64)
+    for i in range(n):
+        s, e = int(doc_offs[i]), int(doc_offs[i + 1])
+        if e > s:
+            b = scanner.bounds(data[s:e])
+            chunks.append(b[1:] + s)
+            per_doc[i] = len(b) - 1
+    return np.concatenate(chunks), per_doc
+
+
+@njit
+def _scan_docs(kind, data, doc_offs, table, out, per_doc):
+    n = 0
+    out[0] = doc_offs[0]
+    for d in range(doc_offs.shape[0] - 1):
+        s = doc_offs[d]
+        e = doc_offs[d + 1]
+        if e == s:
+            per_doc[d] = 0
+            continue
+        k = scan_range(kind, data, s, e, table, out[n:])
+        per_doc[d] = k
+        n += k
+    return n
+
+
+def _sum_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    tot: dict[str, Any] = {"docs": 0, "bytes": 0, "pieces": 0, "rows": 0, "skipped": 0, "replaced": 0}
+    by_lang_b: Counter[str] = Counter()
+    by_lang_d: Counter[str] = Counter()
+    for s in stats:
+        for k in ("docs", "bytes", "pieces", "skipped", "replaced"):
+            tot[k] += s[k]
+        tot["rows"] += s.get("rows") or 0
+        by_lang_b.update(s["bytes_by_lang"])
+        by_lang_d.update(s["docs_by_lang"])
+    tot["bytes_by_lang"] = dict(by_lang_b)
+    tot["docs_by_lang"] = dict(by_lang_d)
+    return tot
