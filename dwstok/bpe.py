@@ -1,0 +1,567 @@
+"""Numba BPE kernels: pretokens in, token ids out.
+
+A model becomes a :class:`BpeTables` of flat arrays:
+
+- ``pair_keys/pair_vals``: an open-addressing hash of ``(left id, right id)`` →
+  ``(rank, new id)``. A piece is merged by always applying the lowest-ranked adjacent
+  pair, the leftmost one among equal ranks (this decides runs such as ``aaa`` or three
+  spaces). For models built by dwstok the pairs are the merges, ranked by creation
+  order; for tiktoken rank files every pair whose concatenation is a token merges at
+  that token's rank, which is what tiktoken's ``_byte_pair_merge`` does.
+- ``whole``: a hash of token bytes → id for the tokens that a piece equal to them
+  encodes to directly. Under tiktoken's rule that is every token; under plain merge
+  order only the tokens that merging their own bytes reproduces. Most pretokens of
+  real text hit this table, so they cost one hash and one compare.
+
+Pieces that miss both tables are merged: up to ``SMALL`` bytes by the quadratic scan
+tiktoken uses (fastest for short pieces), longer ones with a heap over a linked list,
+O(n log n), so a 10 MB piece with no boundaries (a million spaces) is no trap. Results
+of merged pieces go into a per-call cache, so a repeated word costs one lookup.
+
+>>> import numpy as np
+>>> t = build_tables(
+...     [bytes([b]) for b in range(256)] + [b"aa", b"aaa", b"aaab"],
+...     np.array([97, 256, 257]), np.array([97, 97, 98]), np.array([256, 257, 258]),
+...     rule="merges",
+... )
+>>> buf = np.frombuffer(b"aaabdaaabac", np.uint8)
+>>> encode_bounds(buf, np.array([0, 11]), t).tolist()
+[258, 100, 258, 97, 99]
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._jit import njit
+
+SMALL = 96  # pieces up to this many bytes use the quadratic merge; longer use the heap
+CACHE_MAX = 256  # longest piece kept in the per-call cache
+NO_RANK = np.int64(1 << 40)
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+class BpeTables(NamedTuple):
+    """Flat arrays of one model, ready for the kernels."""
+
+    tok_bytes: np.ndarray  # uint8: every token's bytes, back to back
+    tok_off: np.ndarray  # int64 [n_vocab + 1]: token i = tok_bytes[tok_off[i]:tok_off[i+1]]
+    byte_ids: np.ndarray  # int32 [256]: id of the one-byte token
+    pair_keys: np.ndarray  # int64: (left << 32) | right, -1 = empty slot
+    pair_vals: np.ndarray  # int64: (rank << 32) | new id
+    whole: np.ndarray  # int32: hash slots of ids emitted whole, -1 = empty
+
+
+# ---------------------------------------------------------------------------- hashing
+
+
+@njit
+def _hash_bytes(buf, start, end):
+    # FNV-1a with a final avalanche, so the low bits used as the slot are well mixed.
+    h = np.uint64(14695981039346656037)
+    for i in range(start, end):
+        h ^= np.uint64(buf[i])
+        h *= np.uint64(1099511628211)
+    h ^= h >> np.uint64(29)
+    h *= np.uint64(0xBF58476D1CE4E5B9)
+    h ^= h >> np.uint64(32)
+    return h
+
+
+@njit
+def _hash_pair(key):
+    h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+    return h ^ (h >> np.uint64(31))
+
+
+@njit
+def _pair_slot(pair_keys, left, right):
+    """Slot of the pair (left, right), or -1."""
+    key = (np.int64(left) << 32) | np.int64(right)
+    mask = np.uint64(pair_keys.size - 1)
+    i = np.int64(_hash_pair(key) & mask)
+    while True:
+        k = pair_keys[i]
+        if k == key:
+            return i
+        if k == -1:
+            return -1
+        i = (i + 1) & (pair_keys.size - 1)
+
+
+@njit
+def _pair_rank(T, left, right):
+    """(rank, new id) of a pair; rank NO_RANK when the pair does not merge."""
+    s = _pair_slot(T.pair_keys, left, right)
+    if s < 0:
+        return NO_RANK, -1
+    v = T.pair_vals[s]
+    return v >> 32, np.int32(v & 0xFFFFFFFF)
+
+
+@njit
+def _same_bytes(a, a0, b, b0, n):
+    for i in range(n):
+        if a[a0 + i] != b[b0 + i]:
+            return False
+    return True
+
+
+@njit
+def _whole_lookup(T, buf, start, end, h):
+    """Id of the token spelled by buf[start:end] if it is emitted whole, else -1."""
+    mask = np.uint64(T.whole.size - 1)
+    i = np.int64(h & mask)
+    n = end - start
+    while True:
+        t = T.whole[i]
+        if t < 0:
+            return -1
+        o = T.tok_off[t]
+        if T.tok_off[t + 1] - o == n and _same_bytes(T.tok_bytes, o, buf, start, n):
+            return t
+        i = (i + 1) & (T.whole.size - 1)
+
+
+# ---------------------------------------------------------------------- table building
+
+
+@njit
+def _build_pairs(lefts, rights, ranks, news, size):
+    keys = np.full(size, -1, np.int64)
+    vals = np.zeros(size, np.int64)
+    for j in range(lefts.size):
+        key = (np.int64(lefts[j]) << 32) | np.int64(rights[j])
+        i = np.int64(_hash_pair(key) & np.uint64(size - 1))
+        while keys[i] != -1 and keys[i] != key:
+            i = (i + 1) & (size - 1)
+        v = (np.int64(ranks[j]) << 32) | np.int64(news[j])
+        if keys[i] == -1 or v < vals[i]:  # a repeated pair keeps its lowest rank
+            keys[i] = key
+            vals[i] = v
+    return keys, vals
+
+
+@njit
+def _build_whole(tok_bytes, tok_off, ids, size):
+    table = np.full(size, -1, np.int32)
+    for j in range(ids.size):
+        t = ids[j]
+        a, b = tok_off[t], tok_off[t + 1]
+        i = np.int64(_hash_bytes(tok_bytes, a, b) & np.uint64(size - 1))
+        dup = False
+        while table[i] >= 0:
+            u = table[i]
+            if tok_off[u + 1] - tok_off[u] == b - a and _same_bytes(tok_bytes, tok_off[u], tok_bytes, a, b - a):
+                dup = True  # the first id with these bytes wins
+                break
+            i = (i + 1) & (size - 1)
+        if not dup:
+            table[i] = t
+    return table
+
+
+@njit
+def _split_pairs(tok_bytes, tok_off, ids, whole):
+    """All (left, right, token) with left + right == token, both halves tokens.
+
+    Under tiktoken's rule these are exactly the pairs that can merge.
+    """
+    total = 0
+    for j in range(ids.size):
+        t = ids[j]
+        total += max(tok_off[t + 1] - tok_off[t] - 1, 0)
+    lefts = np.empty(total, np.int32)
+    rights = np.empty(total, np.int32)
+    news = np.empty(total, np.int32)
+    n = 0
+    mask = np.uint64(whole.size - 1)
+    for j in range(ids.size):
+        t = ids[j]
+        a, b = tok_off[t], tok_off[t + 1]
+        for c in range(a + 1, b):
+            left = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, a, c, mask)
+            if left < 0:
+                continue
+            right = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, c, b, mask)
+            if right < 0:
+                continue
+            lefts[n] = left
+            rights[n] = right
+            news[n] = t
+            n += 1
+    return lefts[:n], rights[:n], news[:n]
+
+
+@njit
+def _lookup_in(whole, tok_bytes, tok_off, buf, start, end, mask):
+    i = np.int64(_hash_bytes(buf, start, end) & mask)
+    n = end - start
+    while True:
+        t = whole[i]
+        if t < 0:
+            return -1
+        o = tok_off[t]
+        if tok_off[t + 1] - o == n and _same_bytes(tok_bytes, o, buf, start, n):
+            return t
+        i = (i + 1) & (whole.size - 1)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(4, int(n - 1).bit_length())
+
+
+def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=()) -> BpeTables:
+    """Tables for a model.
+
+    ``tokens``: list of bytes indexed by id (``b""`` for ids that are not tokens);
+    ``lefts/rights/news``: the merges (``rule="merges"``, rank = position) — ignored
+    for ``rule="ranks"``, where every split of a token into two tokens merges at the
+    token's rank (``ranks``, default the id). ``skip``: ids never emitted by encoding
+    (specials, gaps).
+    """
+    lens = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))
+    tok_off = np.zeros(len(tokens) + 1, np.int64)
+    np.cumsum(lens, out=tok_off[1:])
+    tok_bytes = np.frombuffer(b"".join(tokens), np.uint8).copy()
+    if tok_bytes.size == 0:
+        tok_bytes = np.zeros(1, np.uint8)
+    skip_mask = np.zeros(len(tokens), bool)
+    skip_mask[list(skip)] = True
+    skip_mask |= lens == 0
+    candidates = np.flatnonzero(~skip_mask).astype(np.int32)
+    byte_ids = np.full(256, -1, np.int32)
+    singles = candidates[lens[candidates] == 1]
+    for t in singles[::-1]:  # the lowest id of a byte wins
+        byte_ids[tokens[t][0]] = t
+    wsize = _pow2_at_least(2 * max(len(candidates), 1))
+    if rule == "ranks":
+        whole = _build_whole(tok_bytes, tok_off, candidates, wsize)
+        lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole)
+        rank_arr = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
+        keys, vals = _build_pairs(lefts, rights, rank_arr, news, _pow2_at_least(2 * max(len(lefts), 1)))
+        return BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, whole)
+    if rule != "merges":
+        raise ValueError(f"unknown merge rule {rule!r}")
+    lefts = np.asarray(lefts, np.int32)
+    rights = np.asarray(rights, np.int32)
+    news = np.asarray(news, np.int32)
+    keys, vals = _build_pairs(
+        lefts, rights, np.arange(lefts.size, dtype=np.int64), news, _pow2_at_least(2 * max(len(lefts), 1))
+    )
+    # Which tokens may be emitted whole: those that plain merge order rebuilds from
+    # their own bytes (under merge order a token can be unreachable from its bytes).
+    empty_whole = np.full(16, -1, np.int32)
+    t0 = BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, empty_whole)
+    multi = candidates[lens[candidates] > 1]
+    ok = _self_encodes(t0, multi)
+    keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
+    keep.sort()
+    whole = _build_whole(tok_bytes, tok_off, keep, wsize)
+    return BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, whole)
+
+
+@njit
+def _self_encodes(T, ids):
+    ok = np.zeros(ids.size, np.bool_)
+    out = np.empty(max(T.tok_bytes.size, 1), np.int32)
+    S = _scratch()
+    for j in range(ids.size):
+        t = ids[j]
+        a, b = T.tok_off[t], T.tok_off[t + 1]
+        n = _merge(T.tok_bytes, a, b, T, S, out, 0, NO_RANK)
+        ok[j] = n == 1 and out[0] == t
+    return ok
+
+
+# ------------------------------------------------------------------------------ merging
+
+
+@njit
+def _scratch():
+    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), np.empty(SMALL, np.int32))
+
+
+@njit
+def _merge(buf, s, e, T, S, out, n, max_rank):
+    """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
+    m = e - s
+    if m > SMALL:
+        return _merge_heap(buf, s, e, T, out, n, max_rank)
+    ids, rk, nw = S
+    for i in range(m):
+        ids[i] = T.byte_ids[buf[s + i]]
+    for i in range(m - 1):
+        r, v = _pair_rank(T, ids[i], ids[i + 1])
+        rk[i] = r if r < max_rank else NO_RANK
+        nw[i] = v
+    # The same scan as tiktoken's _byte_pair_merge: the first minimum is the leftmost.
+    while m > 1:
+        best = NO_RANK
+        bi = -1
+        for i in range(m - 1):
+            if rk[i] < best:
+                best = rk[i]
+                bi = i
+        if bi < 0:
+            break
+        ids[bi] = nw[bi]
+        for j in range(bi + 1, m - 1):
+            ids[j] = ids[j + 1]
+        for j in range(bi + 1, m - 2):
+            rk[j] = rk[j + 1]
+            nw[j] = nw[j + 1]
+        m -= 1
+        if bi > 0:
+            r, v = _pair_rank(T, ids[bi - 1], ids[bi])
+            rk[bi - 1] = r if r < max_rank else NO_RANK
+            nw[bi - 1] = v
+        if bi < m - 1:
+            r, v = _pair_rank(T, ids[bi], ids[bi + 1])
+            rk[bi] = r if r < max_rank else NO_RANK
+            nw[bi] = v
+    for i in range(m):
+        out[n + i] = ids[i]
+    return n + m
+
+
+@njit
+def _heap_push(heap, size, key):
+    i = size
+    while i > 0:
+        p = (i - 1) >> 1
+        if heap[p] <= key:
+            break
+        heap[i] = heap[p]
+        i = p
+    heap[i] = key
+    return size + 1
+
+
+@njit
+def _heap_pop(heap, size):
+    """Remove heap[0]; return the new size."""
+    size -= 1
+    last = heap[size]
+    i = 0
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and heap[c + 1] < heap[c]:
+            c += 1
+        if heap[c] >= last:
+            break
+        heap[i] = heap[c]
+        i = c
+    if size > 0:
+        heap[i] = last
+    return size
+
+
+@njit
+def _merge_heap(buf, s, e, T, out, n, max_rank):
+    # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
+    # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
+    # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
+    # checked against the live pair when popped instead of being removed.
+    m = e - s
+    ids = np.empty(m, np.int32)
+    nxt = np.empty(m, np.int64)
+    prv = np.empty(m, np.int64)
+    heap = np.empty(3 * m, np.int64)
+    size = 0
+    for i in range(m):
+        ids[i] = T.byte_ids[buf[s + i]]
+        nxt[i] = i + 1
+        prv[i] = i - 1
+    nxt[m - 1] = -1
+    for i in range(m - 1):
+        r, _ = _pair_rank(T, ids[i], ids[i + 1])
+        if r < max_rank:
+            size = _heap_push(heap, size, (r << 32) | i)
+    while size > 0:
+        key = heap[0]
+        size = _heap_pop(heap, size)
+        r = key >> 32
+        i = key & 0xFFFFFFFF
+        if ids[i] < 0:
+            continue
+        j = nxt[i]
+        if j < 0:
+            continue
+        r2, v = _pair_rank(T, ids[i], ids[j])
+        if r2 != r:
+            continue
+        ids[i] = v
+        ids[j] = -1
+        k = nxt[j]
+        nxt[i] = k
+        if k >= 0:
+            prv[k] = i
+            r3, _ = _pair_rank(T, v, ids[k])
+            if r3 < max_rank:
+                size = _heap_push(heap, size, (r3 << 32) | i)
+        p = prv[i]
+        if p >= 0:
+            r3, _ = _pair_rank(T, ids[p], v)
+            if r3 < max_rank:
+                size = _heap_push(heap, size, (r3 << 32) | p)
+    i = 0
+    while i >= 0:
+        out[n] = ids[i]
+        n += 1
+        i = nxt[i]
+    return n
+
+
+# -------------------------------------------------------------------------------- cache
+
+
+@njit
+def _new_cache(nbytes):
+    size = 1024
+    while size < nbytes // 8 and size < (1 << 18):
+        size *= 2
+    # slots: hash, key start in buf (-1 empty), key length, value start, value length
+    slots = np.full((size, 5), -1, np.int64)
+    vals = np.empty(max(4 * size, 1024), np.int32)
+    state = np.zeros(2, np.int64)  # used slots, used vals
+    return slots, vals, state
+
+
+@njit
+def _cache_get(C, buf, s, e, h, out, n):
+    slots, vals, state = C
+    size = slots.shape[0]
+    i = np.int64(h & np.uint64(size - 1))
+    hs = np.int64(h)
+    while slots[i, 1] >= 0:
+        if slots[i, 0] == hs and slots[i, 2] == e - s and _same_bytes(buf, slots[i, 1], buf, s, e - s):
+            v0, vn = slots[i, 3], slots[i, 4]
+            for j in range(vn):
+                out[n + j] = vals[v0 + j]
+            return n + vn
+        i = (i + 1) & (size - 1)
+    return -1
+
+
+@njit
+def _cache_put(C, buf, s, e, h, out, n0, n1):
+    slots, vals, state = C
+    size = slots.shape[0]
+    if 2 * (state[0] + 1) > size or state[1] + (n1 - n0) > vals.size:
+        slots[:, 1] = -1  # full: start afresh rather than evict one by one
+        state[0] = 0
+        state[1] = 0
+        if n1 - n0 > vals.size:
+            return
+    i = np.int64(h & np.uint64(size - 1))
+    while slots[i, 1] >= 0:
+        i = (i + 1) & (size - 1)
+    slots[i, 0] = np.int64(h)
+    slots[i, 1] = s
+    slots[i, 2] = e - s
+    slots[i, 3] = state[1]
+    slots[i, 4] = n1 - n0
+    for j in range(n1 - n0):
+        vals[state[1] + j] = out[n0 + j]
+    state[0] += 1
+    state[1] += n1 - n0
+
+
+# ------------------------------------------------------------------------------ encoding
+
+
+@njit
+def _encode_piece(buf, s, e, T, C, S, out, n):
+    if e - s == 1:
+        out[n] = T.byte_ids[buf[s]]
+        return n + 1
+    h = _hash_bytes(buf, s, e)
+    t = _whole_lookup(T, buf, s, e, h)
+    if t >= 0:
+        out[n] = t
+        return n + 1
+    cacheable = e - s <= CACHE_MAX
+    if cacheable:
+        m = _cache_get(C, buf, s, e, h, out, n)
+        if m >= 0:
+            return m
+    m = _merge(buf, s, e, T, S, out, n, NO_RANK)
+    if cacheable:
+        _cache_put(C, buf, s, e, h, out, n, m)
+    return m
+
+
+@njit
+def _encode_bounds(buf, bounds, T, out):
+    C = _new_cache(buf.size)
+    S = _scratch()
+    n = 0
+    for k in range(bounds.size - 1):
+        n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    return n
+
+
+def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables) -> np.ndarray:
+    """Ids of the pretokens ``buf[bounds[k]:bounds[k+1]]`` (uint32)."""
+    out = np.empty(max(buf.size, 1), np.uint32)
+    n = _encode_bounds(buf, np.asarray(bounds, np.int64), tables, out)
+    return out[:n]
+
+
+@njit
+def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
+    """Encode documents d0..d1; the pieces of document d are bounds[doc_bidx[d]:doc_bidx[d+1]+1]."""
+    C = _new_cache(data.size if d1 <= d0 else bounds[doc_bidx[d1]] - bounds[doc_bidx[d0]])
+    S = _scratch()
+    n = 0
+    for d in range(d0, d1):
+        out_doc[d - d0] = n
+        for k in range(doc_bidx[d], doc_bidx[d + 1]):
+            n = _encode_piece(data, bounds[k], bounds[k + 1], T, C, S, out, n)
+    out_doc[d1 - d0] = n
+    return n
+
+
+@njit
+def _merge_ids(T, token, max_rank, out):
+    """Parts of a token's bytes after all merges below max_rank (for deriving merges)."""
+    S = _scratch()
+    return _merge(T.tok_bytes, T.tok_off[token], T.tok_off[token + 1], T, S, out, 0, max_rank)
+
+
+def split_token(tables: BpeTables, token: int, rank: int) -> np.ndarray:
+    """Parts of a token's bytes merged with every pair ranked below ``rank``.
+
+    For a tiktoken model this is the merge that creates the token (two parts).
+    """
+    out = np.empty(int(tables.tok_off[token + 1] - tables.tok_off[token]) + 1, np.int32)
+    n = _merge_ids(tables, token, np.int64(rank), out)
+    return out[:n]
+
+
+# ------------------------------------------------------------------------------ decoding
+
+
+@njit
+def _decode(ids, tok_bytes, tok_off, out):
+    n = 0
+    for k in range(ids.size):
+        t = ids[k]
+        a, b = tok_off[t], tok_off[t + 1]
+        for i in range(a, b):
+            out[n] = tok_bytes[i]
+            n += 1
+    return n
+
+
+def decode_ids(ids: np.ndarray, tables: BpeTables) -> bytes:
+    """Bytes of already validated ids."""
+    lens = tables.tok_off[ids + 1] - tables.tok_off[ids]
+    out = np.empty(int(lens.sum()), np.uint8)
+    _decode(ids, tables.tok_bytes, tables.tok_off, out)
+    return out.tobytes()

@@ -1,0 +1,138 @@
+"""The native model artifact (``train/model.json``): versioned JSON, no pickle.
+
+Layout (one token or merge per line, so the file reads and diffs well)::
+
+    {"format": "dwstok-model", "format_version": 1,
+     "version": "32.3", "pattern_name": "o200k-rdigits", "pattern": "...",
+     "merge_rule": "merges", "n_vocab": 32768,
+     "specials": {"<pad>": 0, ...},
+     "metadata": {...},
+     "vocab": [[32, "\\x00"], ..., [97, "a"], ..., [288, " t"], ...],
+     "merges": [[116, 104, 288], ...],
+     "sha256": "..."}
+
+Token bytes are written as text: valid UTF-8 as itself, every other byte and the
+backslash itself as ``\\xNN`` (so the form is exact and reversible). ``merges`` are
+``[left id, right id, new id]`` in rank order; a ``"ranks"`` model (tiktoken) has none
+and ranks its tokens by id. ``sha256`` covers the canonical JSON of everything else
+and is checked on load.
+
+>>> token_text(b"a\\\\b\\xff")
+'a\\\\x5cb\\\\xff'
+>>> token_bytes(token_text(b"a\\\\b\\xff"))
+b'a\\\\b\\xff'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelFileError
+
+FORMAT = "dwstok-model"
+FORMAT_VERSION = 1
+_REQUIRED = {
+    "format": str,
+    "format_version": int,
+    "version": (str, type(None)),
+    "pattern_name": (str, type(None)),
+    "pattern": str,
+    "merge_rule": str,
+    "n_vocab": int,
+    "specials": dict,
+    "metadata": dict,
+    "vocab": list,
+    "merges": list,
+    "sha256": str,
+}
+_ESCAPE = re.compile(rb"\\x([0-9a-f]{2})")
+
+
+def token_text(b: bytes) -> str:
+    """Readable, exact text form of token bytes."""
+    return b.replace(b"\\", b"\\x5c").decode("utf-8", "backslashreplace")
+
+
+def token_bytes(s: str) -> bytes:
+    """Inverse of :func:`token_text`."""
+    return _ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), s.encode("utf-8"))
+
+
+def content_hash(content: dict[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``content`` without its ``sha256`` key."""
+    body = {k: v for k, v in content.items() if k != "sha256"}
+    canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
+def dumps(content: dict[str, Any]) -> str:
+    """The file text: header keys first, then one vocab entry / merge per line."""
+    head = {k: v for k, v in content.items() if k not in ("vocab", "merges", "sha256")}
+    lines = ["{"]
+    for k, v in head.items():
+        lines.append(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False, sort_keys=True)},")
+    for key in ("vocab", "merges"):
+        rows = content[key]
+        lines.append(f'"{key}": [')
+        lines.extend(json.dumps(r, ensure_ascii=False) + ("," if i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        lines.append("],")
+    lines.append(f'"sha256": {json.dumps(content["sha256"])}')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def write(path: str | os.PathLike, content: dict[str, Any]) -> None:
+    """Write atomically: a temporary file in the same folder, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = dumps(content)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def read(path: str | os.PathLike) -> dict[str, Any]:
+    """Parse and verify a model file; ModelFileError says what is wrong."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ModelFileError(f"model file {path} does not exist") from None
+    except OSError as e:
+        raise ModelFileError(f"cannot read model file {path}: {e.strerror}") from None
+    try:
+        content = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ModelFileError(f"model file {path} is not valid JSON ({e}); it is truncated or corrupted") from None
+    if not isinstance(content, dict) or content.get("format") != FORMAT:
+        raise ModelFileError(f"{path} is not a dwstok model file (no \"format\": \"{FORMAT}\")")
+    if content.get("format_version") != FORMAT_VERSION:
+        raise ModelFileError(
+            f"{path} has format_version {content.get('format_version')!r}; this dwstok reads version {FORMAT_VERSION}"
+        )
+    for key, types in _REQUIRED.items():
+        if key not in content:
+            raise ModelFileError(f"model file {path} lacks the key {key!r}; it is truncated or corrupted")
+        if not isinstance(content[key], types):
+            raise ModelFileError(f"model file {path}: {key!r} has the wrong type; the file is corrupted")
+    actual = content_hash(content)
+    if actual != content["sha256"]:
+        raise ModelFileError(
+            f"model file {path} fails its hash check: it records sha256 {content['sha256']}, its content hashes"
+            f" to {actual}; the file was modified or corrupted"
+        )
+    return content

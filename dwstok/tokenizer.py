@@ -1,0 +1,495 @@
+"""``Tokenizer``: a thin class over the scanner and BPE kernels.
+
+>>> tok = Tokenizer.from_vocab_merges(
+...     {b: bytes([b]) for b in range(256)}, [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")], pattern="gpt2"
+... )
+>>> tok.encode("aaabdaaabac")
+[258, 100, 258, 97, 99]
+>>> tok.decode([258, 100])
+'aaabd'
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import bpe, model_file
+from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
+from .errors import DwstokError, ModelFileError, PatternMismatchError
+from .patterns import resolve
+from .scanner import get_scanner
+from .streaming import run_class, safe_cut
+
+__all__ = ["Tokenizer", "TokenIdError"]
+
+MERGE_RULES = ("merges", "ranks")
+
+
+def _utf8(text: str) -> bytes:
+    if not isinstance(text, str):
+        raise TypeError(f"expected str, got {type(text).__name__}")
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f"text has a lone surrogate {text[e.start]!r} at position {e.start}; it cannot be encoded as UTF-8"
+        ) from None
+
+
+class Tokenizer:
+    """A byte-level BPE tokenizer: a pretokenizer pattern, a vocabulary, merges, specials.
+
+    Build one with :meth:`load`, :meth:`from_tiktoken` or :meth:`from_vocab_merges`.
+    """
+
+    def __init__(
+        self,
+        *,
+        tokens: list[bytes],
+        specials: Mapping[str, int],
+        merges: Sequence[tuple[int, int, int]],
+        merge_rule: str,
+        pattern: str,
+        version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ):
+        if merge_rule not in MERGE_RULES:
+            raise ModelFileError(f"unknown merge_rule {merge_rule!r}; expected one of {MERGE_RULES}")
+        self.pattern_name, self.pattern = resolve(pattern)
+        self.merge_rule = merge_rule
+        self.version = version
+        self.metadata = dict(metadata or {})
+        self.special_tokens = dict(specials)
+        n_vocab = max([len(tokens) - 1, *self.special_tokens.values()]) + 1
+        tokens = list(tokens) + [b""] * (n_vocab - len(tokens))
+        for name, i in self.special_tokens.items():
+            if not isinstance(i, (int, np.integer)) or i < 0:
+                raise ModelFileError(f"special token {name!r} has a bad id {i!r}")
+            if tokens[i]:
+                raise ModelFileError(f"special token {name!r} has id {i}, which is already the token {tokens[i]!r}")
+            tokens[i] = name.encode("utf-8")
+        self.n_vocab = n_vocab
+        self._tokens = tokens
+        self._merge_ids = np.asarray(merges, np.int64).reshape(-1, 3)
+        special_ids = set(self.special_tokens.values())
+        self._valid = np.fromiter((bool(t) for t in tokens), bool, n_vocab)
+        singles = {t[0] for i, t in enumerate(tokens) if len(t) == 1 and i not in special_ids}
+        if len(singles) < 256:
+            missing = sorted(set(range(256)) - singles)[:8]
+            raise ModelFileError(
+                f"the vocabulary lacks one-byte tokens for {256 - len(singles)} byte values"
+                f" (first: {missing}); a byte-level model needs all 256"
+            )
+        m = self._merge_ids
+        if m.size and (m.min() < 0 or m.max() >= n_vocab or not self._valid[m].all()):
+            raise ModelFileError("a merge refers to an id that is not a token")
+        for left, right, new in m.tolist() if merge_rule == "merges" else ():
+            if tokens[left] + tokens[right] != tokens[new] or new in special_ids:
+                raise ModelFileError(
+                    f"merge ({left}, {right}) -> {new} is inconsistent: {tokens[left]!r} + {tokens[right]!r}"
+                    f" is not {tokens[new]!r}"
+                )
+        self._tables = bpe.build_tables(
+            tokens, m[:, 0], m[:, 1], m[:, 2], rule=merge_rule, skip=special_ids | {i for i, t in enumerate(tokens) if not t}
+        )
+        self._scanner = get_scanner(self.pattern)
+        self._special_res: dict[frozenset, re.Pattern] = {}
+
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def from_vocab_merges(
+        cls,
+        vocab: Mapping[int, bytes],
+        merges: Sequence[tuple[bytes, bytes]],
+        *,
+        special_tokens: Mapping[str, int] | Sequence[str] = (),
+        pattern: str = "o200k",
+        version: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Tokenizer:
+        """A plain merge-order model (``merge_rule="merges"``) from merges in creation order.
+
+        A merge's token is the vocab id with its bytes (the lowest such id not taken by an
+        earlier merge), or the next id after the vocab when there is none. Specials: a
+        mapping gives their ids; a sequence of names numbers them after the last id.
+        """
+        special_ids = dict(special_tokens) if isinstance(special_tokens, Mapping) else None
+        reserved = set(special_ids.values()) if special_ids else set()
+        size = max([-1, *vocab.keys(), *reserved]) + 1
+        tokens = [b""] * size
+        by_bytes: dict[bytes, list[int]] = {}
+        for i, b in sorted(vocab.items()):
+            if i in reserved:
+                continue  # a special's slot: the vocab may spell its name, the special wins
+            b = bytes(b)
+            if not b:
+                raise ModelFileError(f"vocab id {i} has empty bytes")
+            tokens[i] = b
+            by_bytes.setdefault(b, []).append(i)
+        claimed: set[int] = set()
+        first = {b: ids[0] for b, ids in by_bytes.items()}
+        triples = []
+        for k, (a, b) in enumerate(merges):
+            a, b = bytes(a), bytes(b)
+            if a not in first or b not in first:
+                missing = a if a not in first else b
+                raise ModelFileError(f"merge {k} ({a!r}, {b!r}) uses {missing!r}, which is neither in vocab nor made by an earlier merge")
+            ab = a + b
+            new = next((i for i in by_bytes.get(ab, ()) if i not in claimed), None)
+            if new is None:
+                new = len(tokens)
+                tokens.append(ab)
+                by_bytes.setdefault(ab, []).append(new)
+                first.setdefault(ab, new)
+            claimed.add(new)
+            triples.append((first[a], first[b], new))
+        if special_ids is None:
+            special_ids = {name: len(tokens) + j for j, name in enumerate(special_tokens)}
+        return cls(
+            tokens=tokens,
+            specials=special_ids,
+            merges=triples,
+            merge_rule="merges",
+            pattern=pattern,
+            version=version,
+            metadata=metadata,
+        )
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike,
+        *,
+        pattern: str,
+        special_tokens: Mapping[str, int],
+        version: str | None = None,
+    ) -> Tokenizer:
+        """A tiktoken rank file (``base64 rank`` lines); ``merge_rule="ranks"``, ids = ranks.
+
+        >>> tok = Tokenizer.from_tiktoken("../shared/reftok/cl100k_base.tiktoken",
+        ...     pattern="cl100k", special_tokens={"<|endoftext|>": 100257})  # doctest: +SKIP
+        """
+        path = Path(path)
+        try:
+            lines = path.read_bytes().splitlines()
+        except OSError as e:
+            raise ModelFileError(f"cannot read tiktoken file {path}: {e.strerror}") from None
+        ranks: dict[int, bytes] = {}
+        try:
+            for n, line in enumerate(lines):
+                if not line:
+                    continue
+                tok_b64, rank = line.split()
+                ranks[int(rank)] = base64.b64decode(tok_b64, validate=True)
+        except ValueError:
+            raise ModelFileError(f"{path}:{n + 1} is not a tiktoken rank line (base64 token, space, rank)") from None
+        size = max(ranks) + 1 if ranks else 0
+        tokens = [b""] * size
+        for r, b in ranks.items():
+            tokens[r] = b
+        return cls(
+            tokens=tokens,
+            specials=special_tokens,
+            merges=(),
+            merge_rule="ranks",
+            pattern=pattern,
+            version=version,
+            metadata={"source": path.name},
+        )
+
+    @classmethod
+    def load(
+        cls, path: str | os.PathLike, *, expect_pattern: str | None = None, expect_version: str | None = None
+    ) -> Tokenizer:
+        """Load a native model file, checking its hash and, if given, its pattern and version."""
+        c = model_file.read(path)
+        if expect_pattern is not None:
+            want_name, want = resolve(expect_pattern)
+            if c["pattern"] != want:
+                has = c["pattern_name"] or c["pattern"]
+                raise PatternMismatchError(
+                    f"model {path} was built with pattern {has!r}, but {want_name or want!r} was expected"
+                )
+        if expect_version is not None and c["version"] != expect_version:
+            raise PatternMismatchError(
+                f"model {path} is version {c['version']!r}, but version {expect_version!r} was expected"
+            )
+        try:
+            size = c["n_vocab"]
+            tokens = [b""] * size
+            for i, text in c["vocab"]:
+                tokens[i] = model_file.token_bytes(text)
+            merges = [tuple(m) for m in c["merges"]]
+            if any(len(m) != 3 for m in merges):
+                raise ValueError("merge rows must have 3 ids")
+            tok = cls(
+                tokens=tokens,
+                specials=c["specials"],
+                merges=merges,
+                merge_rule=c["merge_rule"],
+                pattern=c["pattern"],
+                version=c["version"],
+                metadata=c["metadata"],
+            )
+        except (TypeError, ValueError, IndexError) as e:
+            raise ModelFileError(f"model file {path} has malformed content ({e})") from None
+        if tok.n_vocab != size:
+            raise ModelFileError(f"model file {path} says n_vocab {size} but its ids need {tok.n_vocab}")
+        return tok
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the native model file (atomically)."""
+        model_file.write(path, self._content())
+
+    def _content(self) -> dict[str, Any]:
+        special_ids = set(self.special_tokens.values())
+        c = {
+            "format": model_file.FORMAT,
+            "format_version": model_file.FORMAT_VERSION,
+            "version": self.version,
+            "pattern_name": self.pattern_name,
+            "pattern": self.pattern,
+            "merge_rule": self.merge_rule,
+            "n_vocab": self.n_vocab,
+            "specials": dict(sorted(self.special_tokens.items(), key=lambda kv: kv[1])),
+            "metadata": self.metadata,
+            "vocab": [
+                [i, model_file.token_text(t)] for i, t in enumerate(self._tokens) if t and i not in special_ids
+            ],
+            "merges": self._merge_ids.tolist(),
+        }
+        c["sha256"] = model_file.content_hash(c)
+        return c
+
+    @cached_property
+    def sha256(self) -> str:
+        """Content hash of the model (the one its native file records)."""
+        return self._content()["sha256"]
+
+    # ------------------------------------------------------------------ attributes
+
+    @cached_property
+    def vocab(self) -> dict[int, bytes]:
+        """Every id → its bytes (a special → its name in UTF-8)."""
+        return {i: t for i, t in enumerate(self._tokens) if t}
+
+    @cached_property
+    def merges(self) -> list[tuple[bytes, bytes]]:
+        """Merges in rank order. For a tiktoken model: the split each token is made from."""
+        t = self._tokens
+        if self.merge_rule == "merges":
+            return [(t[a], t[b]) for a, b, _ in self._merge_ids.tolist()]
+        out = []
+        specials = set(self.special_tokens.values())
+        for i, b in enumerate(t):
+            if len(b) < 2 or i in specials:
+                continue
+            parts = bpe.split_token(self._tables, i, i)
+            if len(parts) == 2:
+                out.append((t[parts[0]], t[parts[1]]))
+        return out
+
+    def __repr__(self) -> str:
+        return (
+            f"Tokenizer(n_vocab={self.n_vocab}, pattern={self.pattern_name or self.pattern!r},"
+            f" version={self.version!r}, merge_rule={self.merge_rule!r})"
+        )
+
+    # ------------------------------------------------------------------ encoding
+
+    def _encode_bytes(self, buf: bytes | np.ndarray) -> np.ndarray:
+        arr = np.frombuffer(buf, np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else buf
+        if arr.size == 0:
+            return np.zeros(0, np.uint32)
+        return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
+
+    def _allowed(self, allowed_special) -> frozenset:
+        if allowed_special == "all":
+            return frozenset(self.special_tokens)
+        if isinstance(allowed_special, str):
+            allowed_special = {allowed_special}
+        allowed = frozenset(allowed_special)
+        unknown = allowed - self.special_tokens.keys()
+        if unknown:
+            raise DwstokError(
+                f"allowed_special names {sorted(unknown)} that are not special tokens of this model"
+                f" (it has {len(self.special_tokens)}; pass allowed_special='all' for every one)"
+            )
+        return allowed
+
+    def _special_re(self, allowed: frozenset) -> re.Pattern:
+        r = self._special_res.get(allowed)
+        if r is None:
+            names = sorted(allowed, key=lambda s: (-len(s), s))  # longest match first
+            r = self._special_res[allowed] = re.compile("|".join(map(re.escape, names)))
+        return r
+
+    def _encode_np(self, text: str, allowed: frozenset) -> np.ndarray:
+        if not allowed:
+            return self._encode_bytes(_utf8(text))
+        _utf8(text)  # surrogate check with the position in the whole text
+        parts = []
+        pos = 0
+        for m in self._special_re(allowed).finditer(text):
+            parts.append(self._encode_bytes(_utf8(text[pos : m.start()])))
+            parts.append(np.array([self.special_tokens[m.group()]], np.uint32))
+            pos = m.end()
+        parts.append(self._encode_bytes(_utf8(text[pos:])))
+        return np.concatenate(parts)
+
+    def encode(self, text: str, *, allowed_special: Iterable[str] | str = ()) -> list[int]:
+        """Token ids of ``text``. Special-token names in the text are ordinary text unless
+        listed in ``allowed_special`` (or ``"all"``).
+
+        >>> tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [], special_tokens=["<bos>"])
+        >>> tok.encode("<bos>!", allowed_special={"<bos>"}), len(tok.encode("<bos>!"))
+        ([256, 33], 6)
+        """
+        return self._encode_np(text, self._allowed(allowed_special)).tolist()
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Iterable[str] | str = ()) -> np.ndarray:
+        """Like :meth:`encode`, as a uint32 array."""
+        return self._encode_np(text, self._allowed(allowed_special))
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """``encode`` with no specials parsed (tiktoken's name for it)."""
+        return self._encode_bytes(_utf8(text)).tolist()
+
+    def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
+        """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
+        bufs = [_utf8(t) for t in texts]
+        offsets = np.zeros(len(bufs) + 1, np.int64)
+        np.cumsum([len(b) for b in bufs], out=offsets[1:])
+        data = np.frombuffer(b"".join(bufs), np.uint8)
+        ids, doc = self.encode_utf8_batch(data, offsets, num_threads=num_threads)
+        flat = ids.tolist()
+        bounds = doc.tolist()
+        return [flat[bounds[i] : bounds[i + 1]] for i in range(len(bufs))]
+
+    def encode_utf8_batch(
+        self, data: np.ndarray, offsets: np.ndarray, *, num_threads: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Encode documents held in one UTF-8 buffer (zero-copy from Arrow).
+
+        Document i is ``data[offsets[i]:offsets[i+1]]``. Returns ``(ids, doc_offsets)``:
+        flat uint32 ids and the n+1 boundaries of each document's ids.
+        """
+        data = np.asarray(data)
+        offsets = np.asarray(offsets)
+        if data.dtype != np.uint8 or data.ndim != 1:
+            raise TypeError("data must be a 1-D uint8 array")
+        if offsets.ndim != 1 or offsets.size == 0 or offsets.dtype.kind not in "iu":
+            raise TypeError("offsets must be a non-empty 1-D integer array")
+        offsets = offsets.astype(np.int64, copy=False)
+        if offsets[0] < 0 or offsets[-1] > data.size or (offsets.size > 1 and np.any(np.diff(offsets) < 0)):
+            raise ValueError("offsets must be non-decreasing and within data")
+        n_docs = offsets.size - 1
+        if n_docs == 0:
+            return np.zeros(0, np.uint32), np.zeros(1, np.int64)
+        bounds, doc_bidx = self._batch_bounds(data, offsets)
+        threads = min(num_threads or os.cpu_count() or 1, n_docs)
+        # Split the documents into one contiguous range per thread, by bytes.
+        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], threads + 1)[1:-1])
+        edges = np.unique(np.concatenate([[0], cuts, [n_docs]]))
+
+        def work(d0: int, d1: int):
+            out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
+            out_doc = np.empty(d1 - d0 + 1, np.int64)
+            n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
+            return out[:n], out_doc
+
+        ranges = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
+        if len(ranges) == 1:
+            results = [work(*ranges[0])]
+        else:
+            with ThreadPoolExecutor(len(ranges)) as pool:
+                results = list(pool.map(lambda r: work(*r), ranges))
+        ids = np.concatenate([r[0] for r in results])
+        doc_offsets = np.empty(n_docs + 1, np.int64)
+        base = 0
+        for (d0, d1), (part, od) in zip(ranges, results):
+            doc_offsets[d0 : d1 + 1] = od + base
+            base += part.size
+        return ids, doc_offsets
+
+    def _batch_bounds(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pretoken bounds of every document, as absolute offsets, and where each document's start."""
+        parts = []
+        counts = np.zeros(offsets.size, np.int64)
+        for d in range(offsets.size - 1):
+            s, e = int(offsets[d]), int(offsets[d + 1])
+            if e > s:
+                b = self._scanner.bounds(data[s:e])
+                parts.append(b[:-1] + s)
+                counts[d + 1] = b.size - 1
+            # an empty document has no pieces
+        parts.append(np.array([offsets[-1]], np.int64))
+        bounds = np.concatenate(parts) if parts else np.array([offsets[-1]], np.int64)
+        doc_bidx = np.cumsum(counts)
+        return bounds, doc_bidx
+
+    def encode_iterable(self, chunks: Iterable[str], *, allowed_special: Iterable[str] | str = ()) -> Iterator[int]:
+        """Ids of the concatenation of ``chunks``, lazily, holding back only what the next
+        chunk could still change (the last pretokens, a partial special name).
+        """
+        allowed = self._allowed(allowed_special)
+        max_special = max((len(s) for s in allowed), default=0)
+        pending: list[str] = []
+        for chunk in chunks:
+            if not isinstance(chunk, str):
+                raise TypeError(f"encode_iterable needs str chunks, got {type(chunk).__name__}")
+            if not chunk:
+                continue
+            if pending and not allowed and run_class(chunk) == run_class(pending[-1][-1]) >= 0:
+                # More of the run the text already ends in: nothing new can be cut, so
+                # skip the rescan (a long run in small chunks stays linear).
+                pending.append(chunk)
+                continue
+            pending.append(chunk)
+            text = "".join(pending) if len(pending) > 1 else chunk
+            cut = safe_cut(text, self._scanner, self._special_re(allowed) if allowed else None, max_special)
+            if cut > 0:
+                yield from self._encode_np(text[:cut], allowed).tolist()
+                pending = [text[cut:]] if cut < len(text) else []
+            else:
+                pending = [text]
+        if pending:
+            yield from self._encode_np("".join(pending), allowed).tolist()
+
+    # ------------------------------------------------------------------ decoding
+
+    def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes of ``ids`` (a special gives its name)."""
+        return bpe.decode_ids(check_ids(_as_array(ids), self._valid), self._tables)
+
+    def decode(self, ids: Iterable[int], *, errors: str = "strict") -> str:
+        """The text of ``ids``. ``errors="replace"`` turns split characters into U+FFFD."""
+        return decode_text(self.decode_bytes(ids), errors)
+
+    def decode_stream(self, ids: Iterable[int] | None = None, *, errors: str = "strict"):
+        """A :class:`DecodeStream` to ``feed(id)`` one id at a time; given ``ids``, an
+        iterator over the text as characters complete.
+        """
+        stream = DecodeStream(self._tables, self._valid, errors)
+        return stream if ids is None else iter_decode(stream, ids)
+
+
+def _as_array(ids) -> np.ndarray | list:
+    if isinstance(ids, np.ndarray):
+        return ids
+    if isinstance(ids, (list, tuple)):
+        return ids
+    return list(ids)
+
+
+_ = TokenIdError  # re-exported
