@@ -124,12 +124,23 @@ def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
         if kind != "parquet":
             shards.append(Shard(len(shards), str(f), kind, comp, None, fp["bytes"], fp))
             continue
-        md = _parquet_file(f).metadata
+        pf = _parquet_file(f)
+        md = pf.metadata
+        names = pf.schema_arrow.names
+        if cfg.text_field not in names:
+            raise InputError(
+                f"{f} has no text column {cfg.text_field!r} (columns: {', '.join(names)}); "
+                "set corpus.text_field in the config"
+            )
+        # Size of the text column alone (uncompressed): what progress and ETA count.
+        paths = [md.schema.column(j).path for j in range(md.num_columns)]
+        col = paths.index(cfg.text_field) if cfg.text_field in paths else None
         group: list[int] = []
         size = 0
         for rg in range(md.num_row_groups):
             group.append(rg)
-            size += md.row_group(rg).total_byte_size
+            r = md.row_group(rg)
+            size += r.column(col).total_uncompressed_size if col is not None else r.total_byte_size
             if size >= cfg.shard_bytes:
                 shards.append(Shard(len(shards), str(f), kind, None, tuple(group), size, fp))
                 group, size = [], 0

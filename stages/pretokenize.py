@@ -134,7 +134,7 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
     out_dir = Path(task.out_dir)
     prev = shard_done(out_dir, task.shard.index, task.key)
     if prev is not None:
-        return _result(prev.outputs, prev.stats, resumed=True)
+        return _result(prev.outputs, prev.stats, resumed=True) | {"bytes": task.shard.bytes}
 
     cfg = task.config
     scanner = get_scanner(cfg.pattern)
@@ -155,11 +155,12 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
         },
     )
     mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
-    return _result({name: info}, stats, resumed=False)
+    # Progress counts the planned input size, so the bar ends at 100%.
+    return _result({name: info}, stats, resumed=False) | {"bytes": task.shard.bytes}
 
 
 def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
-    return {"outputs": outputs, "stats": stats, "bytes": stats["bytes"], "docs": stats["docs"], "resumed": resumed}
+    return {"outputs": outputs, "stats": stats, "docs": stats["docs"], "resumed": resumed}
 
 
 class _ShardCounts:

@@ -1,0 +1,56 @@
+"""Options shared by the stage commands (one decorator, so every stage reads alike)."""
+
+from __future__ import annotations
+
+import click
+
+EXECUTORS = ("local", "ray")
+
+
+def _set_debug(ctx: click.Context, _param, value: bool) -> bool:
+    if value:
+        ctx.ensure_object(dict)
+        ctx.obj["debug"] = True
+    return value
+
+
+def stage_options(fn):
+    """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--on-invalid/--json."""
+    decorators = [
+        click.argument("config", type=click.Path(dir_okay=False)),
+        click.option(
+            "--corpus",
+            "corpus",
+            multiple=True,
+            type=click.Path(),
+            help="Corpus file or folder (Parquet, JSONL, JSONL.zst, JSONL.gz, txt); repeatable. "
+            "Default: corpus.paths in the config.",
+        ),
+        click.option(
+            "--workdir",
+            type=click.Path(file_okay=False),
+            default="work",
+            show_default=True,
+            help="Where stage outputs go (<workdir>/<stage>/).",
+        ),
+        click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers [default: CPU count]."),
+        click.option(
+            "--executor",
+            type=click.Choice(EXECUTORS),
+            default="local",
+            show_default=True,
+            help="local: a process pool; ray: tasks on a Ray cluster.",
+        ),
+        click.option("--ray-address", default=None, metavar="ADDR", help="Ray cluster to join (ray.init(address=...)); implies --executor ray."),
+        click.option(
+            "--on-invalid",
+            type=click.Choice(["error", "skip", "replace"]),
+            default=None,
+            help="Invalid UTF-8 in the corpus: stop (default), skip the document, or replace with U+FFFD.",
+        ),
+        click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary on stdout."),
+        click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True, help="Show tracebacks on errors."),
+    ]
+    for d in reversed(decorators):
+        fn = d(fn)
+    return fn

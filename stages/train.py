@@ -1,0 +1,195 @@
+"""train: count/pieces.arrow + stats.json → ``train/model.json``.
+
+Language weights (``balance.alpha``) turn the per-language columns into one int64
+weight per piece (fixed point, so training is exact); forced Han merges (``han``) come
+first; the Numba trainer learns the rest. The model records, in its metadata, the
+config hash, the language weights, the Han plan and the corpus it was trained on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dwstok.errors import InputError
+
+from .config import Config
+from .count import read_pieces
+from .executors import Executor
+from .inputs import Inputs
+from .manifest import Manifest, Timer, atomic_path, hash_file, invalidate, read_json, up_to_date
+
+STAGE = "train"
+UPSTREAM = "count"
+CONFIG_KEYS = ("version", "pattern", "vocab_size", "special_tokens", "han", "balance")
+MODEL = "model.json"
+
+
+def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
+    """Train the tokenizer the config describes on the counted pieces."""
+    out_dir = Path(out_dir)
+    up_dir, up = inputs.upstream(UPSTREAM)
+    config_hash = config.hash_of(*CONFIG_KEYS)
+    inputs_hash = up.output_hash
+    done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
+    if done:
+        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
+        return done
+    invalidate(out_dir)
+
+    from dwstok.train import build_tokenizer, han_forced_merges, lang_weights
+    from dwstok.trainer import learn_merges
+
+    with Timer() as t_load:
+        table, langs = read_pieces(up_dir / "pieces.arrow")
+        stats = read_json(up_dir / "stats.json")
+        if table.num_rows == 0:
+            raise InputError("empty corpus: count found no pieces to train on")
+        weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
+        weights = piece_weights(table, langs, weights_by_lang)
+        data, offsets = binary_buffers(table.column("piece"))
+
+    with Timer() as t_han:
+        plan = None
+        forced: tuple = ()
+        if config.han.enabled:
+            plan = han_forced_merges(stats["han"], coverage=config.han.coverage, count=config.han.count)
+            forced = tuple(plan.merges)
+            if len(forced) > config.n_merges:
+                from dwstok.errors import ConfigError
+
+                raise ConfigError(
+                    f"han forcing needs {len(forced)} merges but vocab_size leaves only "
+                    f"{config.n_merges}: lower han.coverage or raise vocab_size"
+                )
+
+    executor.progress.note(
+        f"{STAGE}: learning {config.n_merges} merges from {table.num_rows:,} unique pieces"
+        + (f" ({len(forced)} forced Han merges first)" if forced else "")
+    )
+    with Timer() as t_learn:
+        result = learn_merges(data, offsets, weights, config.n_merges, forced=forced)
+    if result.stopped_early:
+        executor.progress.note(
+            f"{STAGE}: stopped early after {len(result.merges)} merges: no pair left to merge "
+            "(the corpus is too small for this vocab_size)"
+        )
+
+    han_report = plan_report(plan)
+    metadata = {
+        "config_hash": config_hash,
+        "config": config.to_dict() | {"corpus": None},
+        "trained_on": {
+            "count_output_hash": up.output_hash,
+            "docs": stats["docs"],
+            "bytes": stats["bytes"],
+            "unique_pieces": table.num_rows,
+            "bytes_by_lang": stats["bytes_by_lang"],
+        },
+        "balance": {"alpha": config.balance.alpha, "weights": {g: int(weights_by_lang[g]) for g in sorted(weights_by_lang)}},
+        "han": han_report,
+        "merges_learned": len(result.merges),
+        "stopped_early": bool(result.stopped_early),
+    }
+    with Timer() as t_write:
+        tok = build_tokenizer(
+            result.merges,
+            special_tokens=list(config.special_tokens),
+            pattern=config.pattern,
+            version=config.version,
+            metadata=metadata,
+        )
+        out_dir.mkdir(parents=True, exist_ok=True)
+        with atomic_path(out_dir / MODEL) as tmp:
+            tok.save(tmp)
+        info = hash_file(out_dir / MODEL)
+
+    m = Manifest(
+        stage=STAGE,
+        config_hash=config_hash,
+        inputs_hash=inputs_hash,
+        outputs={MODEL: info},
+        counts={
+            "vocab_size": tok.n_vocab,
+            "merges": len(result.merges),
+            "forced_merges": len(forced),
+            "unique_pieces": table.num_rows,
+            "stopped_early": bool(result.stopped_early),
+        },
+        timings={"load_s": t_load.seconds, "han_s": t_han.seconds, "learn_s": t_learn.seconds, "write_s": t_write.seconds},
+        info={
+            "version": config.version,
+            "pattern": config.pattern_string,
+            "pattern_name": config.pattern,
+            "model_sha256": tok.sha256,
+            "han": han_report,
+            "weights": metadata["balance"]["weights"],
+        },
+        inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+    )
+    return m.write(out_dir)
+
+
+def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
+    """Σ_g count_g(piece) · w_g as int64 (w_g fixed point, so the sum is exact)."""
+    from .count import LANG_PREFIX
+
+    w = np.zeros(table.num_rows, dtype=np.int64)
+    for g in langs:
+        wg = int(weights_by_lang.get(g, 0))
+        if wg:
+            col = table.column(LANG_PREFIX + g).to_numpy()
+            w += col * np.int64(wg)
+    return w
+
+
+def binary_buffers(col) -> tuple[np.ndarray, np.ndarray]:
+    """(data uint8, offsets int64) of a (large_)binary column, zero copy when possible."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
+    bufs = arr.buffers()
+    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
+    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offsets
+
+
+def plan_report(plan: Any) -> dict[str, Any] | None:
+    """The Han plan as JSON: every field but the merge list itself (kept short)."""
+    if plan is None:
+        return None
+    if dataclasses.is_dataclass(plan):
+        d = dataclasses.asdict(plan)
+    elif hasattr(plan, "_asdict"):
+        d = dict(plan._asdict())
+    else:
+        d = dict(vars(plan))
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if k == "merges":
+            out["n_merges"] = len(v)
+            continue
+        if isinstance(v, (list, tuple)) and len(v) > 64:
+            out[f"n_{k}"] = len(v)
+            continue
+        out[k] = _jsonable(v)
+    return out
+
+
+def _jsonable(v: Any) -> Any:
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating,)):
+        return float(v)
+    if isinstance(v, bytes):
+        return v.decode("utf-8", errors="backslashreplace")
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if isinstance(v, dict):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    return v
