@@ -1,0 +1,131 @@
+import gzip
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from dwstok.errors import InputError
+from stages.config import CorpusConfig
+from stages.corpus import plan_shards, read_batches
+
+from .conftest import docs, write_jsonl, write_parquet
+
+
+def read_all(paths, cfg=CorpusConfig()):
+    texts, langs, skipped, replaced = [], [], 0, 0
+    for s in plan_shards(paths, cfg):
+        for b in read_batches(s, cfg):
+            texts += b.text.to_pylist()
+            langs += b.lang.to_pylist()
+            skipped += b.skipped
+            replaced += b.replaced
+    return texts, langs, skipped, replaced
+
+
+def expected(rows, default="und"):
+    return [t for t, _ in rows], [lang or default for _, lang in rows]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl", "jsonl.zst", "jsonl.gz"])
+def test_formats_read_the_same_documents(tmp_path, fmt):
+    rows = docs()
+    if fmt == "parquet":
+        p = write_parquet(tmp_path / "c.parquet", rows)
+    else:
+        comp = {"jsonl": None, "jsonl.zst": "zstd", "jsonl.gz": "gzip"}[fmt]
+        p = write_jsonl(tmp_path / f"c.{fmt}", rows, compression=comp)
+    texts, langs, skipped, replaced = read_all([p])
+    assert (texts, langs) == expected(rows)
+    assert skipped == replaced == 0
+
+
+def test_parquet_row_groups_become_shards(tmp_path):
+    rows = docs()
+    p = write_parquet(tmp_path / "c.parquet", rows, row_group_size=4)
+    n_groups = pq.ParquetFile(p).metadata.num_row_groups
+    assert len(plan_shards([p], CorpusConfig(shard_bytes=1))) == n_groups
+    assert len(plan_shards([p], CorpusConfig(shard_bytes=10**9))) == 1
+    assert read_all([p], CorpusConfig(shard_bytes=1))[:2] == expected(rows)
+
+
+def test_folder_is_searched_in_sorted_order_and_txt_is_one_document(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "z.txt").write_text("zed\nline two\n", encoding="utf-8")
+    write_jsonl(tmp_path / "a.jsonl", [("first", "fr")])
+    (tmp_path / "ignored.csv").write_text("x")
+    texts, langs, *_ = read_all([tmp_path], CorpusConfig(default_lang="xx"))
+    assert texts == ["first", "zed\nline two\n"] and langs == ["fr", "xx"]
+
+
+def test_custom_field_names(tmp_path):
+    t = pa.table({"body": ["x", "y"], "language": ["en", None]})
+    pq.write_table(t, tmp_path / "c.parquet")
+    cfg = CorpusConfig(text_field="body", lang_field="language", default_lang="zz")
+    assert read_all([tmp_path / "c.parquet"], cfg)[:2] == (["x", "y"], ["en", "zz"])
+
+
+def test_missing_lang_column_gets_the_default(tmp_path):
+    pq.write_table(pa.table({"text": ["x"]}), tmp_path / "c.parquet")
+    assert read_all([tmp_path / "c.parquet"])[1] == ["und"]
+
+
+def err(paths, cfg=CorpusConfig()):
+    with pytest.raises(InputError) as e:
+        read_all(paths, cfg)
+    return str(e.value)
+
+
+def test_bad_inputs(tmp_path):
+    assert err([tmp_path / "nope.parquet"]) == f"corpus file {tmp_path / 'nope.parquet'} not found"
+    (tmp_path / "bad.parquet").write_bytes(b"this is not parquet")
+    assert err([tmp_path / "bad.parquet"]).startswith(f"cannot read Parquet file {tmp_path / 'bad.parquet'}")
+    (tmp_path / "bad.jsonl.zst").write_bytes(b"\x28\xb5\x2f\xfd garbage garbage")
+    assert "corrupt zstd data" in err([tmp_path / "bad.jsonl.zst"])
+    (tmp_path / "bad.jsonl.gz").write_bytes(gzip.compress(b'{"text": "x"}\n')[:-12] + b"xxxx")
+    assert "corrupt gzip data" in err([tmp_path / "bad.jsonl.gz"])
+    (tmp_path / "x.csv").write_text("a")
+    assert "unknown corpus format" in err([tmp_path / "x.csv"])
+    (tmp_path / "empty").mkdir()
+    assert "holds no corpus files" in err([tmp_path / "empty"])
+
+
+def test_missing_text_field(tmp_path):
+    write_jsonl(tmp_path / "c.jsonl", [("ok", "en")])
+    with open(tmp_path / "c.jsonl", "a") as f:
+        f.write('{"body": "no text here", "lang": "en"}\n')
+    assert err([tmp_path / "c.jsonl"]) == (
+        f"{tmp_path / 'c.jsonl'}: document 1 has no 'text' field; every document needs text "
+        "(or set corpus.text_field)"
+    )
+    pq.write_table(pa.table({"body": ["x"]}), tmp_path / "c.parquet")
+    assert "has no text column 'text' (columns: body)" in err([tmp_path / "c.parquet"])
+
+
+def test_invalid_utf8_error_skip_replace(tmp_path):
+    good = b'{"text": "fine", "lang": "en"}\n'
+    bad = b'{"text": "bad \xff byte", "lang": "en"}\n'
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(good + bad + good)
+    msg = err([p])
+    assert msg == (
+        f"{p}: invalid UTF-8 at byte offset {len(good) + 14} (line ~2); "
+        "fix the file or pass --on-invalid skip|replace"
+    )
+    texts, _, skipped, replaced = read_all([p], CorpusConfig(on_invalid="skip"))
+    assert (texts, skipped, replaced) == (["fine", "fine"], 1, 0)
+    texts, _, skipped, replaced = read_all([p], CorpusConfig(on_invalid="replace"))
+    assert (texts, skipped, replaced) == (["fine", "bad \ufffd byte", "fine"], 0, 1)
+
+    t = tmp_path / "c.txt"
+    t.write_bytes(b"abc\n\xc3(def")
+    assert err([t]) == f"{t}: invalid UTF-8 at byte offset 4; fix the file or pass --on-invalid skip|replace"
+    assert read_all([t], CorpusConfig(on_invalid="replace"))[0] == ["abc\n\ufffd(def"]
+    assert read_all([t], CorpusConfig(on_invalid="skip"))[2] == 1
+
+
+def test_invalid_utf8_in_binary_parquet_column(tmp_path):
+    t = pa.table({"text": pa.array([b"ok", b"x\xffy"], pa.binary())})
+    pq.write_table(t, tmp_path / "c.parquet")
+    assert "invalid UTF-8 in document 1 at byte offset 1" in err([tmp_path / "c.parquet"])
+    assert read_all([tmp_path / "c.parquet"], CorpusConfig(on_invalid="replace"))[0] == ["ok", "x\ufffdy"]
+    assert read_all([tmp_path / "c.parquet"], CorpusConfig(on_invalid="skip"))[0] == ["ok"]

@@ -1,0 +1,62 @@
+import json
+
+import pyarrow as pa
+import pytest
+
+from stages import manifest as mf
+
+
+def test_atomic_path_leaves_target_untouched_on_error(tmp_path):
+    p = tmp_path / "out.json"
+    mf.write_json(p, {"v": 1})
+    with pytest.raises(RuntimeError):
+        with mf.atomic_path(p) as tmp:
+            tmp.write_text("half-written")
+            raise RuntimeError("crash")
+    assert json.loads(p.read_text()) == {"v": 1}
+    assert [q.name for q in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_write_table_is_deterministic_and_hashed(tmp_path):
+    t = pa.table({"piece": pa.array([b"a", b"bc"], pa.large_binary()), "count": [1, 2]})
+    a = mf.write_table(tmp_path / "a.arrow", t, metadata={"k": "v"})
+    b = mf.write_table(tmp_path / "b.arrow", t, metadata={"k": "v"})
+    assert a == b == mf.hash_file(tmp_path / "a.arrow")
+    back = mf.read_table(tmp_path / "a.arrow")
+    assert back.equals(t) and back.schema.metadata[b"k"] == b"v"
+
+
+def test_manifest_round_trip_and_up_to_date(tmp_path):
+    info = mf.write_json(tmp_path / "x.json", {"a": 1})
+    m = mf.Manifest("s", "c1", "i1", outputs={"x.json": info}, counts={"n": 1}).write(tmp_path)
+    back = mf.read_manifest(tmp_path)
+    assert back.to_json() == m.to_json()
+    assert mf.up_to_date(tmp_path, "s", "c1", "i1").up_to_date
+    assert mf.up_to_date(tmp_path, "s", "c2", "i1") is None
+    assert mf.up_to_date(tmp_path, "s", "c1", "i2") is None
+    assert mf.up_to_date(tmp_path, "other", "c1", "i1") is None
+    (tmp_path / "x.json").write_text("truncated")  # size changed
+    assert mf.up_to_date(tmp_path, "s", "c1", "i1") is None
+    mf.invalidate(tmp_path)
+    assert mf.read_manifest(tmp_path) is None
+
+
+def test_require_names_the_command(tmp_path):
+    from dwstok.errors import InputError
+
+    with pytest.raises(InputError, match=r"run `dwstok count` first"):
+        mf.require(tmp_path / "count", "count")
+
+
+def test_shard_markers(tmp_path):
+    info = mf.write_bytes(tmp_path / "part-00003.arrow", b"data")
+    assert mf.shard_done(tmp_path, 3, "k") is None
+    mf.mark_shard_done(tmp_path, 3, "k", {"part-00003.arrow": info}, {"docs": 2})
+    assert mf.shard_done(tmp_path, 3, "k").stats == {"docs": 2}
+    assert mf.shard_done(tmp_path, 3, "other-key") is None
+    (tmp_path / "part-00003.arrow").write_bytes(b"dat")
+    assert mf.shard_done(tmp_path, 3, "k") is None
+    mf.write_bytes(tmp_path / "part-00007.arrow", b"x")
+    (tmp_path / ".part-00001.arrow.tmp-99").write_bytes(b"x")
+    mf.remove_stale_parts(tmp_path, keep=5)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00003.arrow", "part-00003.json"]

@@ -1,0 +1,156 @@
+"""pretokenize + count against a brute-force reference (regex.findall + Counter)."""
+
+from collections import Counter
+
+import pytest
+import regex
+
+from dwstok.errors import InputError
+from stages import Inputs, count, pretokenize
+from stages.count import LANG_PREFIX, read_pieces
+from stages.executors import LocalExecutor
+from stages.manifest import read_json, read_manifest
+
+from .conftest import config, docs, write_jsonl, write_parquet
+
+
+def reference(rows, pattern):
+    pieces = Counter()
+    han = Counter()
+    by_lang_b, by_lang_d = Counter(), Counter()
+    for text, lang in rows:
+        lang = lang or "und"
+        for p in regex.findall(pattern, text):
+            pieces[(p.encode(), lang)] += 1
+        han.update(regex.findall(r"\p{Han}", text))
+        by_lang_b[lang] += len(text.encode())
+        by_lang_d[lang] += 1
+    return pieces, han, by_lang_b, by_lang_d
+
+
+def run_both(cfg, corpus, work, workers=1):
+    ex = LocalExecutor(workers)
+    inp = Inputs(corpus=corpus, workdir=work)
+    m1 = pretokenize.run(cfg, inp, work / "pretokenize", ex)
+    m2 = count.run(cfg, inp, work / "count", ex)
+    return m1, m2
+
+
+@pytest.mark.parametrize("pattern", ["o200k", "o200k-rdigits", r"\w+|\W"])
+def test_counts_equal_brute_force(tmp_path, small_parquet, pattern):
+    cfg = config(pattern=pattern)
+    rows = docs()
+    m1, m2 = run_both(cfg, [small_parquet], tmp_path)
+    assert m1.counts["shards"] > 1 and m1.counts["docs"] == len(rows)
+    table, langs = read_pieces(tmp_path / "count" / "pieces.arrow")
+    got = Counter()
+    d = table.to_pydict()
+    for i, piece in enumerate(d["piece"]):
+        assert d["count"][i] == sum(d[LANG_PREFIX + g][i] for g in langs)
+        for g in langs:
+            if d[LANG_PREFIX + g][i]:
+                got[(piece, g)] = d[LANG_PREFIX + g][i]
+    ref_pieces, ref_han, ref_b, ref_d = reference(rows, cfg.pattern_string)
+    assert got == ref_pieces
+    assert d["piece"] == sorted(d["piece"])  # sorted, unique
+    assert len(set(d["piece"])) == len(d["piece"])
+    stats = read_json(tmp_path / "count" / "stats.json")
+    assert stats["han"] == dict(sorted(ref_han.items(), key=lambda kv: (-kv[1], ord(kv[0]))))
+    assert list(stats["han"]) == list(dict(sorted(ref_han.items(), key=lambda kv: (-kv[1], ord(kv[0])))))
+    assert stats["bytes_by_lang"] == dict(sorted(ref_b.items()))
+    assert stats["docs_by_lang"] == dict(sorted(ref_d.items()))
+    assert stats["bytes"] == sum(ref_b.values()) and stats["docs"] == len(rows)
+
+
+def test_outputs_identical_for_one_and_two_workers(tmp_path, small_parquet):
+    cfg = config()
+    a, b = tmp_path / "a", tmp_path / "b"
+    run_both(cfg, [small_parquet], a, workers=1)
+    run_both(cfg, [small_parquet], b, workers=2)
+    for stage in ("pretokenize", "count"):
+        ma, mb = read_manifest(a / stage), read_manifest(b / stage)
+        assert ma.outputs == mb.outputs and ma.output_hash == mb.output_hash
+        for name in ma.outputs:
+            assert (a / stage / name).read_bytes() == (b / stage / name).read_bytes()
+
+
+def test_up_to_date_and_reruns(tmp_path, small_parquet):
+    cfg = config()
+    m1, m2 = run_both(cfg, [small_parquet], tmp_path)
+    assert not m1.up_to_date and not m2.up_to_date
+    n1, n2 = run_both(cfg, [small_parquet], tmp_path)
+    assert n1.up_to_date and n2.up_to_date
+    # A config section count does not read (balance) leaves both up to date ...
+    o1, o2 = run_both(config(balance={"alpha": 0.5}), [small_parquet], tmp_path)
+    assert o1.up_to_date and o2.up_to_date
+    # ... a new pattern re-runs both.
+    p1, p2 = run_both(config(pattern="o200k-rdigits"), [small_parquet], tmp_path)
+    assert not p1.up_to_date and not p2.up_to_date
+
+
+def test_resume_shard_by_shard(tmp_path, small_parquet):
+    cfg = config()
+    m, _ = run_both(cfg, [small_parquet], tmp_path)
+    out = tmp_path / "pretokenize"
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    # Simulate a crash: the manifest and the last shard's files never got written.
+    n = m.counts["shards"]
+    (out / "_manifest.json").unlink()
+    (out / f"part-{n - 1:05d}.arrow").unlink()
+    (out / f"part-{n - 1:05d}.json").unlink()
+    again = pretokenize.run(cfg, Inputs(corpus=[small_parquet]), out, LocalExecutor(1))
+    assert again.counts["resumed_shards"] == n - 1
+    after = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert after.keys() == before.keys()
+    for k in before:
+        if k != "_manifest.json":
+            assert after[k] == before[k], k
+
+
+def test_stale_parts_of_a_larger_run_are_removed(tmp_path):
+    big = write_parquet(tmp_path / "big.parquet", docs(6), row_group_size=5)
+    small = write_parquet(tmp_path / "small.parquet", docs(1), row_group_size=5)
+    cfg = config()
+    out = tmp_path / "w" / "pretokenize"
+    m_big = pretokenize.run(cfg, Inputs(corpus=[big]), out, LocalExecutor(1))
+    m_small = pretokenize.run(cfg, Inputs(corpus=[small]), out, LocalExecutor(1))
+    assert m_small.counts["shards"] < m_big.counts["shards"]
+    names = sorted(p.name for p in out.iterdir())
+    assert names == sorted([*m_small.outputs, "_manifest.json"])
+
+
+def test_mixed_formats_and_invalid_counts(tmp_path):
+    a = write_jsonl(tmp_path / "a.jsonl.zst", docs(1), compression="zstd")
+    b = tmp_path / "b.txt"
+    b.write_bytes("plain text file 中文\n".encode() + b"\xff")
+    cfg = config(corpus={"on_invalid": "replace"})
+    m1, m2 = run_both(cfg, [a, b], tmp_path)
+    assert m1.counts["replaced_docs"] == 1 and m1.counts["docs"] == len(docs(1)) + 1
+    with pytest.raises(InputError, match="invalid UTF-8 at byte offset 23"):
+        run_both(config(), [a, b], tmp_path / "strict")
+
+
+def test_empty_corpus_is_refused_before_writing(tmp_path):
+    (tmp_path / "e.jsonl").write_bytes(b"")
+    with pytest.raises(InputError, match="empty corpus"):
+        pretokenize.run(config(), Inputs(corpus=[tmp_path / "e.jsonl"]), tmp_path / "w", LocalExecutor(1))
+    assert not (tmp_path / "w").exists()
+    (tmp_path / "blank.jsonl").write_bytes(b"\n\n")
+    with pytest.raises(InputError, match="empty corpus"):
+        pretokenize.run(config(), Inputs(corpus=[tmp_path / "blank.jsonl"]), tmp_path / "w2", LocalExecutor(1))
+    assert read_manifest(tmp_path / "w2") is None
+
+
+def test_failed_run_leaves_earlier_stage_outputs_intact(tmp_path, small_parquet):
+    cfg = config()
+    run_both(cfg, [small_parquet], tmp_path)
+    count_before = {p.name: p.read_bytes() for p in (tmp_path / "count").iterdir()}
+    with pytest.raises(InputError):
+        run_both(cfg, [tmp_path / "missing.parquet"], tmp_path)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "count").iterdir()} == count_before
+    assert read_manifest(tmp_path / "pretokenize") is not None
+
+
+def test_count_without_pretokenize_says_what_to_run(tmp_path):
+    with pytest.raises(InputError, match=r"run `dwstok pretokenize` first"):
+        count.run(config(), Inputs(workdir=tmp_path), tmp_path / "count", LocalExecutor(1))
