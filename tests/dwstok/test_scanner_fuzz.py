@@ -1,0 +1,93 @@
+"""Fuzz: the native scanners against ``regex.findall`` on strings built to break them.
+
+The default suite runs a seeded subset (a few thousand strings per pattern); the full
+run (300,000 strings per pattern) is marked slow: ``pytest -m slow tests/dwstok``.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import regex
+
+from dwstok.patterns import PATTERNS
+from dwstok.scanner import get_scanner
+
+UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZÀÄÉÖÜÞĀŁŒŠŸƁǄǅǈǋΣΩЖЯԱႠᏣḀẞἈὈῼⅭⓐＡ𝐀𞤀K"
+LOWER = "abcdefghijklmnopqrstuvwxyzßàäéöüþāłœšÿƀǆǉǌσωжяաᏸḁẟἀὀῳⅽａ𝐚𞤢ſıﬀ"
+OTHER_LETTERS = "ʰʹˆᴬ々ゝ中文字한국어ภาษาไทยعربيעבריתअआകखᄀぁアｱ𐀀𠀀"
+MARKS = "\u0301\u0308\u0327\u0e31\u0e47\u0903\u093f\u20dd\u0488\u05b4\u064b\u1ab0\ufe0f\U000e0100"
+DIGITS = "0123456789٠١٢٣٤٥٦٧٨٩۰۱۲۳०१२३४০১২৩๑๒๓໑໒၁၂᠑᠒０１２𝟎𝟘𝟙²³¹½¼⅓ⅠⅫⅻ①⑳〇〡"
+SPACES = [" ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\n\n", "\u00a0", "\u3000", "\x0b", "\x0c", "\x85", "\u2028", "\u2029", "\u1680", "\u202f", "\u2009", "\x1c", "\x1f"]
+PUNCT = ".,;:!?-–—/\\()[]{}\"'«»…‘’“”¿¡§¶†‡•€$¢£¥%‰#&*@+=<>|~^`_\x00\x07\x7f\u200b\u200c\u200d\u00ad\u2060\ufeff"
+EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "🏳️‍🌈", "🤖", "✅", "🔢", "Ⓜ️"]
+ODD = ["\u0378", "\u0590", "\U000e0080", "\U0003fffd", "\ue000", "\uf8ff", "\U000f0000", "\U0010fffd", "\uffff", "\U0001fffe", "\ufffd", "\U0010ffff"]
+CONTRACTIONS = ["s", "S", "ſ", "t", "T", "re", "RE", "rE", "Re", "ve", "VE", "vE", "m", "M", "ll", "LL", "lL", "Ll", "d", "D", "x", "", "l", "r", "v", "e", "sS", "ſt", "dd"]
+
+
+def _letters(rng: random.Random) -> str:
+    pools = [UPPER, LOWER, OTHER_LETTERS, MARKS, LOWER, LOWER, UPPER]
+    return "".join(rng.choice(rng.choice(pools)) for _ in range(rng.randint(1, 8)))
+
+
+def _segment(rng: random.Random) -> str:
+    kind = rng.randrange(12)
+    if kind <= 2:
+        return _letters(rng)
+    if kind == 3:
+        return "'" + rng.choice(CONTRACTIONS)
+    if kind == 4:  # digits, often one script, sometimes mixed
+        pool = rng.choice([DIGITS, "0123456789", "٠١٢٣٤٥٦٧٨٩", "०१२३४५६७८९"])
+        return "".join(rng.choice(pool) for _ in range(rng.randint(1, 11)))
+    if kind == 5:
+        return "".join(rng.choice(SPACES) for _ in range(rng.randint(1, 5)))
+    if kind == 6:  # punctuation, often followed by / and newlines
+        s = "".join(rng.choice(PUNCT) for _ in range(rng.randint(1, 4)))
+        if rng.random() < 0.5:
+            s += "".join(rng.choice(["/", "\n", "\r", "\r\n", "//", " "]) for _ in range(rng.randint(1, 3)))
+        return s
+    if kind == 7:
+        return rng.choice(EMOJI)
+    if kind == 8:
+        return rng.choice(ODD)
+    if kind == 9:  # any code point but a surrogate
+        c = rng.randrange(0x110000 - 0x800)
+        return chr(c if c < 0xD800 else c + 0x800)
+    if kind == 10:
+        return rng.choice([" ", "\t", "\u00a0", "'"]) + _letters(rng)
+    return rng.choice(["\r\n", "\n", " \n", "\r", "\n\r", " \r\n ", "\n\n\n"])
+
+
+def fuzz_strings(n: int, seed: int) -> list[str]:
+    """``n`` strings of 1-12 segments, some with white space at either end."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        s = "".join(_segment(rng) for _ in range(rng.randint(1, 12)))
+        if rng.random() < 0.2:
+            s = rng.choice(SPACES) * rng.randint(1, 3) + s
+        if rng.random() < 0.3:
+            s += "".join(rng.choice(SPACES) for _ in range(rng.randint(1, 4)))
+        out.append(s)
+    return out
+
+
+def check(name: str, texts: list[str]) -> None:
+    scanner = get_scanner(name)
+    pattern = regex.compile(PATTERNS[name])
+    bad = [t for t in texts if scanner.pieces(t) != pattern.findall(t)]
+    msg = [(t, pattern.findall(t), scanner.pieces(t)) for t in bad[:3]]
+    assert not bad, f"{len(bad)} of {len(texts)} differ, e.g. {msg!r}"
+
+
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_fuzz_fast(name):
+    check(name, fuzz_strings(30_000, seed=20_26))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", list(PATTERNS))
+def test_fuzz_full(name):
+    for chunk in range(6):
+        check(name, fuzz_strings(50_000, seed=1_000 + chunk))
