@@ -1,0 +1,127 @@
+"""The real command, in-process (CliRunner) and as a subprocess: exit codes and exact lines."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dwstok_cli.main import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def invoke(runner, *args):
+    return runner.invoke(cli, [str(a) for a in args], catch_exceptions=False)
+
+
+def test_help_lists_every_command(runner):
+    r = invoke(runner, "--help")
+    assert r.exit_code == 0
+    for c in ("pretokenize", "count", "train", "export", "encode-shards", "build", "info"):
+        assert c in r.stdout
+
+
+def test_help_is_light():
+    code = "import sys, dwstok_cli.main; print(sorted(m for m in ('pyarrow', 'numba', 'rich', 'stages', 'dwstok') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parquet):
+    w = tmp_path / "work"
+    r = invoke(runner, "pretokenize", small_config, "--corpus", small_parquet, "--workdir", w, "--workers", 1)
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("pretokenize: ") and f"→ {w / 'pretokenize'}" in r.stdout
+    assert "pretokenize: starting" in r.stderr and "pretokenize: done in" in r.stderr  # plain progress
+    r = invoke(runner, "count", small_config, "--workdir", w)
+    assert r.exit_code == 0, r.output
+    r = invoke(runner, "pretokenize", small_config, "--corpus", small_parquet, "--workdir", w)
+    assert r.stdout == f"pretokenize: up to date ({w / 'pretokenize'})\n"
+    r = invoke(runner, "count", small_config, "--workdir", w, "--json")
+    s = json.loads(r.stdout)
+    assert s["stage"] == "count" and s["status"] == "up to date" and s["counts"]["docs"] == 28
+    assert set(s["outputs"]) == {"pieces.arrow", "stats.json"}
+
+
+def test_info(runner, tmp_path, small_config, small_parquet):
+    w = tmp_path / "work"
+    invoke(runner, "pretokenize", small_config, "--corpus", small_parquet, "--workdir", w, "--workers", 1)
+    r = invoke(runner, "info", w / "pretokenize")
+    assert r.exit_code == 0
+    assert r.stdout.splitlines()[0].split() == ["kind", "pretokenize", "output"]
+    r = invoke(runner, "info", w / "pretokenize" / "part-00000.arrow", "--json")
+    d = json.loads(r.stdout)
+    assert d["kind"] == "pretokenize-shard" and d["pattern"] == "o200k" and d["version"] == "t1"
+    assert len(d["sha256"]) == 64 and d["rows"] > 0
+    r = invoke(runner, "info", tmp_path / "nothing")
+    assert (r.exit_code, r.stderr) == (3, f"Error: {tmp_path / 'nothing'} not found\n")
+
+
+@pytest.mark.parametrize(
+    "setup,args,code,line",
+    [
+        (None, ["pretokenize", "{tmp}/none.yaml", "--corpus", "{corpus}"], 2, "Error: config file {tmp}/none.yaml not found"),
+        ("extra: 1\n", ["pretokenize", "{cfg}", "--corpus", "{corpus}"], 2, "Error: unknown key 'extra' in {cfg}"),
+        ("vocab_size: many\n", ["train", "{cfg}"], 2, "Error: key 'vocab_size' in {cfg} must be an integer, got str 'many'"),
+        ("", ["pretokenize", "{cfg}", "--corpus", "{tmp}/missing.parquet"], 3, "Error: corpus file {tmp}/missing.parquet not found"),
+        ("", ["pretokenize", "{cfg}"], 3, "Error: no corpus given: pass --corpus PATH (or set corpus.paths in the config)"),
+        ("", ["count", "{cfg}", "--workdir", "{tmp}/w"], 3, "Error: {tmp}/w/pretokenize holds no finished 'pretokenize' output: run `dwstok pretokenize` first (with the same --workdir)"),
+    ],
+)
+def test_errors_are_one_line_with_exit_code(runner, tmp_path, small_parquet, setup, args, code, line):
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("version: '1'\npattern: o200k\n" + (setup or ""))
+    fmt = {"tmp": tmp_path, "cfg": cfg, "corpus": small_parquet}
+    r = invoke(runner, *[a.format(**fmt) for a in args])
+    assert r.exit_code == code
+    assert r.stderr.splitlines()[-1] == line.format(**fmt)
+    assert "Traceback" not in r.output
+
+
+def test_invalid_utf8_error_then_skip(runner, tmp_path, small_config):
+    p = tmp_path / "bad.jsonl"
+    p.write_bytes(b'{"text": "ok"}\n{"text": "b\xffd"}\n')
+    r = invoke(runner, "pretokenize", small_config, "--corpus", p, "--workdir", tmp_path / "w")
+    assert r.exit_code == 3
+    assert r.stderr.splitlines()[-1] == (
+        f"Error: {p}: invalid UTF-8 at byte offset 26 (line ~2); fix the file or pass --on-invalid skip|replace"
+    )
+    r = invoke(runner, "pretokenize", small_config, "--corpus", p, "--workdir", tmp_path / "w", "--on-invalid", "skip", "--json")
+    assert r.exit_code == 0
+    assert json.loads(r.stdout)["counts"]["skipped_docs"] == 1
+
+
+def test_internal_error_and_debug(runner, tmp_path, small_config, small_parquet, monkeypatch):
+    import stages.pretokenize
+
+    def boom(*a, **k):
+        raise RuntimeError("kaboom")
+
+    monkeypatch.setattr(stages.pretokenize, "run", boom)
+    args = ["pretokenize", str(small_config), "--corpus", str(small_parquet), "--workdir", str(tmp_path / "w")]
+    r = runner.invoke(cli, args)
+    assert r.exit_code == 70
+    assert r.stderr == (
+        "Error: internal error (RuntimeError: kaboom); rerun with --debug for the traceback and report it\n"
+    )
+    r = runner.invoke(cli, ["--debug", *args])
+    assert isinstance(r.exception, RuntimeError)
+    r = runner.invoke(cli, [*args, "--debug"])
+    assert isinstance(r.exception, RuntimeError)
+
+
+def test_console_script_subprocess(tmp_path, small_config, small_parquet):
+    exe = Path(sys.executable).parent / "dwstok"
+    if not exe.exists():
+        pytest.skip("console script not installed")
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    r = subprocess.run(
+        [str(exe), "pretokenize", str(small_config), "--corpus", str(tmp_path / "nope.jsonl"), "--workdir", str(tmp_path / "w")],
+        capture_output=True, text=True, env=env, timeout=120,
+    )
+    assert r.returncode == 3
+    assert r.stderr == f"Error: corpus file {tmp_path / 'nope.jsonl'} not found\n"
+    assert r.stdout == ""
