@@ -187,7 +187,9 @@ class RayExecutor(Executor):
         if not items:
             return
         ray = self._ensure()
-        remote = ray.remote(num_cpus=1, max_retries=0)(fn)
+        # Ray can only wrap Python functions; a trampoline also takes builtins and
+        # functools.partial objects.
+        remote = ray.remote(num_cpus=1, max_retries=0)(_apply)
         # Submit at most `workers` tasks ahead, so a huge corpus does not queue every
         # shard at once; results still come back in input order.
         refs: list[Any] = []
@@ -199,7 +201,7 @@ class RayExecutor(Executor):
         try:
             while nxt_yield < len(items):
                 while nxt_submit < len(items) and len(inflight) < window:
-                    ref = remote.remote(items[nxt_submit])
+                    ref = remote.remote(fn, items[nxt_submit])
                     refs.append(ref)
                     inflight[ref] = nxt_submit
                     nxt_submit += 1
@@ -227,6 +229,10 @@ class RayExecutor(Executor):
 
             ray.shutdown()
             self._started = False
+
+
+def _apply(fn, item):
+    return fn(item)
 
 
 EXECUTORS = ("local", "ray")
