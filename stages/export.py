@@ -1,0 +1,358 @@
+"""Stage ``export``: the trained model as files other libraries load.
+
+Writes into ``<workdir>/export/``:
+
+- ``tokenizer.json``: an HF ``tokenizers`` BPE model. Merges in rank order with
+  ``ignore_merges: false`` (so HF applies them exactly as dwstok does), no byte fallback,
+  no normalizer; pre-tokenizer = ``Split(pattern, isolated)`` then ``ByteLevel`` without
+  its own regex; ``ByteLevel`` decoder; the specials as ``added_tokens`` (special=true).
+  Token strings are the GPT-2 byte-to-unicode spelling of each token's bytes.
+- ``tokenizer_config.json``: for ``transformers.AutoTokenizer.from_pretrained(dir)``;
+  ``split_special_tokens: true``, so text that spells ``<bos>`` stays ordinary text.
+  (A bare ``tokenizers.Tokenizer.from_file`` matches specials in raw text unless
+  ``tok.encode_special_tokens = True``: a runtime switch tokenizer.json cannot store.)
+- ``tokenizer.tiktoken``: base64 token and rank per line, ranks = dwstok ids (bytes at
+  32 + b, merges from 288), and ``tiktoken.json`` with the pattern and specials, for
+  ``tiktoken.Encoding(name, pat_str=..., mergeable_ranks=load_tiktoken_bpe(path),
+  special_tokens=...)`` (:func:`load_tiktoken` does exactly that).
+
+>>> files = export_tokenizer(tok, "work/32.3/export")  # doctest: +SKIP
+>>> sorted(files)  # doctest: +SKIP
+['tiktoken.json', 'tokenizer.json', 'tokenizer.tiktoken', 'tokenizer_config.json']
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from dwstok.errors import ModelFileError
+from dwstok.patterns import resolve
+
+from . import manifest as mf
+from .config import Config
+from .executors import Executor
+from .inputs import Inputs
+
+STAGE = "export"
+UPSTREAM = "train"
+CONFIG_KEYS = ("version", "pattern", "special_tokens")
+MODEL_FILE = "model.json"  # in the train stage's folder
+HF_FILE = "tokenizer.json"
+HF_CONFIG_FILE = "tokenizer_config.json"
+TIKTOKEN_FILE = "tokenizer.tiktoken"
+TIKTOKEN_META_FILE = "tiktoken.json"
+DEFAULT_MODEL_MAX_LENGTH = 8192
+
+# transformers' role names -> our special names (used when the model has them)
+_ROLES = {
+    "bos_token": "<bos>",
+    "eos_token": "<eos>",
+    "pad_token": "<pad>",
+    "unk_token": "<unk>",
+    "mask_token": "<mask>",
+    "sep_token": "<sep>",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map (what ByteLevel uses)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1)
+    )
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {b: chr(c) for b, c in zip(bs, cs)}
+
+
+def byte_level(b: bytes) -> str:
+    """``b" hello"`` -> ``"Ġhello"``."""
+    m = bytes_to_unicode()
+    return "".join(m[x] for x in b)
+
+
+def hf_pattern(pattern: str) -> str:
+    """The pattern as Oniguruma (HF tokenizers' engine) should read it.
+
+    Oniguruma reads cl100k's possessive ``\\p{N}{1,3}+`` as a repetition of groups, so
+    long digit runs would split differently; without the ``+`` both engines agree.
+    o200k and its right-aligned-digit variant need no change.
+    """
+    return pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
+
+
+def _check_layout(tok) -> tuple[dict[int, bytes], set[int]]:
+    vocab = tok.vocab
+    specials = set(tok.special_tokens.values())
+    seen: dict[bytes, int] = {}
+    for i, b in vocab.items():
+        if i in specials:
+            continue
+        if b in seen:
+            raise ModelFileError(f"tokens {seen[b]} and {i} have the same bytes {b!r}; cannot export")
+        seen[b] = i
+    for a, b in tok.merges:
+        if a + b not in seen:
+            raise ModelFileError(f"merge {a!r} + {b!r} has no token; the model is inconsistent")
+    return vocab, specials
+
+
+def hf_tokenizer_json(tok) -> dict[str, Any]:
+    """The ``tokenizer.json`` document for HF tokenizers."""
+    vocab, specials = _check_layout(tok)
+    _, pattern = resolve(tok.pattern)
+    model_vocab = {byte_level(vocab[i]): i for i in sorted(vocab) if i not in specials}
+    # The specials must be in the model's vocab too: tokenizers gives an added token
+    # that the model lacks a fresh id after the vocab, whatever id tokenizer.json says.
+    for name, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1]):
+        if name in model_vocab:
+            raise ModelFileError(
+                f"special {name!r} is spelled like token {model_vocab[name]}; cannot export"
+            )
+        model_vocab[name] = i
+    model_vocab = dict(sorted(model_vocab.items(), key=lambda kv: kv[1]))
+    # Byte-level strings never contain a space (0x20 maps to 'Ġ'), so the classic
+    # "left right" merge form is unambiguous and loads in every tokenizers version.
+    merges = [f"{byte_level(a)} {byte_level(b)}" for a, b in tok.merges]
+    added = [
+        {
+            "id": i,
+            "content": name,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for name, i in sorted(tok.special_tokens.items(), key=lambda kv: kv[1])
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {
+            "type": "Sequence",
+            "pretokenizers": [
+                {
+                    "type": "Split",
+                    "pattern": {"Regex": hf_pattern(pattern)},
+                    "behavior": "Isolated",
+                    "invert": False,
+                },
+                {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                 "use_regex": False},
+            ],
+        },
+        "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
+                    "use_regex": False},
+        "model": {
+            "type": "BPE",
+            "dropout": None,
+            "unk_token": None,
+            "continuing_subword_prefix": None,
+            "end_of_word_suffix": None,
+            "fuse_unk": False,
+            "byte_fallback": False,
+            "ignore_merges": False,
+            "vocab": model_vocab,
+            "merges": merges,
+        },
+    }
+
+
+def hf_tokenizer_config(tok, *, model_max_length: int = DEFAULT_MODEL_MAX_LENGTH) -> dict[str, Any]:
+    """The ``tokenizer_config.json`` for ``transformers.AutoTokenizer``."""
+    sp = tok.special_tokens
+    cfg: dict[str, Any] = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        # never turn "<bos>" typed in text into the control token (DESIGN §1)
+        "split_special_tokens": True,
+        "model_max_length": int(model_max_length),
+        "clean_up_tokenization_spaces": False,
+        "add_prefix_space": False,
+    }
+    for role, name in _ROLES.items():
+        if name in sp:
+            cfg[role] = name
+    roles = set(_ROLES.values())
+    extra = [n for n, _ in sorted(sp.items(), key=lambda kv: kv[1]) if n not in roles]
+    if extra:
+        cfg["additional_special_tokens"] = extra
+    cfg["added_tokens_decoder"] = {
+        str(i): {
+            "content": name,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for name, i in sorted(sp.items(), key=lambda kv: kv[1])
+    }
+    info = {"version": tok.version, "model_sha256": tok.sha256}
+    cfg["dwstok"] = {k: v for k, v in info.items() if v is not None}
+    return cfg
+
+
+def tiktoken_ranks(tok) -> bytes:
+    """The ``.tiktoken`` rank file: ``base64(token) rank`` per line, in rank order."""
+    vocab, specials = _check_layout(tok)
+    lines = [
+        base64.b64encode(vocab[i]) + b" " + str(i).encode()
+        for i in sorted(vocab)
+        if i not in specials
+    ]
+    return b"\n".join(lines) + b"\n"
+
+
+def tiktoken_meta(tok, ranks_sha256: str, *, name: str | None = None) -> dict[str, Any]:
+    """Sidecar of the rank file: everything ``tiktoken.Encoding`` needs besides the ranks.
+
+    ``sha256`` pins the rank file: tiktoken caches files by *path*, so without the hash a
+    re-export to the same folder could be served stale from tiktoken's cache.
+    """
+    _, pattern = resolve(tok.pattern)
+    return {
+        "name": name or f"dwslmtok-{tok.version or 'unversioned'}",
+        "file": TIKTOKEN_FILE,
+        "sha256": ranks_sha256,
+        "pat_str": pattern,
+        "special_tokens": dict(sorted(tok.special_tokens.items(), key=lambda kv: kv[1])),
+        "n_vocab": tok.n_vocab,
+        "version": tok.version,
+        "model_sha256": tok.sha256,
+    }
+
+
+def export_tokenizer(
+    tok, out_dir: str | Path, *, model_max_length: int = DEFAULT_MODEL_MAX_LENGTH
+) -> dict[str, mf.FileInfo]:
+    """Write the four export files into ``out_dir`` (atomically); return name -> FileInfo."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    hf = json.dumps(hf_tokenizer_json(tok), ensure_ascii=False, indent=None)
+    files = {
+        HF_FILE: mf.write_bytes(out / HF_FILE, (hf + "\n").encode("utf-8")),
+        HF_CONFIG_FILE: mf.write_json(
+            out / HF_CONFIG_FILE, hf_tokenizer_config(tok, model_max_length=model_max_length)
+        ),
+        TIKTOKEN_FILE: mf.write_bytes(out / TIKTOKEN_FILE, tiktoken_ranks(tok)),
+    }
+    meta = tiktoken_meta(tok, files[TIKTOKEN_FILE].sha256)
+    files[TIKTOKEN_META_FILE] = mf.write_json(out / TIKTOKEN_META_FILE, meta)
+    return files
+
+
+def load_tiktoken(export_dir: str | Path):
+    """A ``tiktoken.Encoding`` from an export folder (tiktoken is an optional dependency).
+
+    >>> enc = load_tiktoken("work/32.3/export")  # doctest: +SKIP
+    >>> enc.encode_ordinary("hello world")  # doctest: +SKIP
+    """
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    d = Path(export_dir)
+    meta = mf.read_json(d / TIKTOKEN_META_FILE)
+    return tiktoken.Encoding(
+        meta["name"],
+        pat_str=meta["pat_str"],
+        mergeable_ranks=load_tiktoken_bpe(str(d / meta["file"]), expected_hash=meta["sha256"]),
+        special_tokens=meta["special_tokens"],
+        explicit_n_vocab=meta["n_vocab"],
+    )
+
+
+def load_hf(export_dir: str | Path, *, encode_special_tokens: bool = True):
+    """A ``tokenizers.Tokenizer`` from an export folder, specials not matched in text."""
+    from tokenizers import Tokenizer as HFTokenizer
+
+    t = HFTokenizer.from_file(str(Path(export_dir) / HF_FILE))
+    t.encode_special_tokens = encode_special_tokens
+    return t
+
+
+# Spot check run after every export: scripts, digit runs, whitespace runs, special names.
+_SELF_CHECK = (
+    "Hello world! The year 2026 has 1234567 seconds.\n\n  Indented   text\r\n"
+    "Der schnelle braune Fuchs, Straße 12. Привет, мир! 统计语言模型的中文文本。日本語のテキスト"
+    " 🎉👍🏽 é e\u0301 don't I'M <bos> <|endoftext|> x\t\t\n   \n"
+)
+
+
+def self_check(tok, out_dir: str | Path, text: str = _SELF_CHECK) -> list[str]:
+    """Encode ``text`` with dwstok and with each exported file; names of those that differ."""
+    want = tok.encode(text)
+    bad = []
+    if load_hf(out_dir).encode(text, add_special_tokens=False).ids != want:
+        bad.append(HF_FILE)
+    try:
+        enc = load_tiktoken(out_dir)
+    except ImportError:  # tiktoken is optional
+        enc = None
+    if enc is not None and enc.encode_ordinary(text) != want:
+        bad.append(TIKTOKEN_FILE)
+    return bad
+
+
+def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> mf.Manifest:
+    """Export ``train/model.json`` for HF tokenizers/transformers and tiktoken."""
+    from dwstok.tokenizer import Tokenizer
+
+    out_dir = Path(out_dir)
+    up_dir, up = inputs.upstream(UPSTREAM)
+    config_hash = config.hash_of(*CONFIG_KEYS)
+    inputs_hash = up.output_hash
+    done = mf.up_to_date(out_dir, STAGE, config_hash, inputs_hash)
+    if done:
+        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
+        return done
+    mf.invalidate(out_dir)
+    with mf.Timer() as t_load:
+        # refuses a model of another version or pattern (PatternMismatchError)
+        tok = Tokenizer.load(
+            up_dir / MODEL_FILE, expect_pattern=config.pattern, expect_version=config.version
+        )
+    with mf.Timer() as t_write:
+        outputs = export_tokenizer(tok, out_dir)
+    with mf.Timer() as t_check:
+        bad = self_check(tok, out_dir)
+    if bad:
+        raise ModelFileError(
+            f"exported {', '.join(bad)} encode differently from the model; "
+            "this is a bug in dwstok's exporter, please report it"
+        )
+    executor.progress.note(f"{STAGE}: wrote {', '.join(sorted(outputs))} to {out_dir}")
+    m = mf.Manifest(
+        stage=STAGE,
+        config_hash=config_hash,
+        inputs_hash=inputs_hash,
+        outputs=outputs,
+        counts={
+            "n_vocab": tok.n_vocab,
+            "merges": len(tok.merges),
+            "special_tokens": len(tok.special_tokens),
+        },
+        timings={"load_s": t_load.seconds, "write_s": t_write.seconds, "check_s": t_check.seconds},
+        info={
+            "version": tok.version,
+            "pattern": tok.pattern,
+            "pattern_name": tok.pattern_name,
+            "model_sha256": tok.sha256,
+            "model_max_length": DEFAULT_MODEL_MAX_LENGTH,
+        },
+        inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+    )
+    return m.write(out_dir)
