@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from .errors import InputError, ModelFileError
 
-__all__ = ["FORMAT", "ShardReader", "shard_dtype", "write_shard"]
+__all__ = ["FORMAT", "ShardReader", "ShardWriter", "read_meta", "shard_dtype", "write_shard"]
 
 FORMAT = "dwstok-shard/1"
 _META = ("format", "model_sha256", "version", "pattern", "n_vocab", "source")
@@ -40,6 +40,116 @@ _META = ("format", "model_sha256", "version", "pattern", "n_vocab", "source")
 def shard_dtype(n_vocab: int) -> np.dtype:
     """uint16 when every id fits (DWSLMTok's 32,768), else uint32."""
     return np.dtype(np.uint16) if n_vocab <= 65536 else np.dtype(np.uint32)
+
+
+class ShardWriter:
+    """Write one shard incrementally: ``write(ids, doc_offsets, lang)`` per batch of
+    documents, then ``close()`` renames the finished file into place.
+
+    Batches are buffered and written as record batches of at least ``flush_tokens``
+    tokens, so a reader sees few segments; where they are cut depends only on the input,
+    never on threads or workers. On an exception inside ``with``, nothing is left behind.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        model_sha256: str,
+        version: str | None,
+        pattern: str,
+        n_vocab: int,
+        with_lang: bool = False,
+        source: str = "",
+        flush_tokens: int = 1 << 23,
+    ):
+        self.path = Path(path)
+        self.n_vocab = int(n_vocab)
+        self.dtype = shard_dtype(self.n_vocab)
+        self.with_lang = with_lang
+        self.flush_tokens = flush_tokens
+        fields = [pa.field("ids", pa.large_list(pa.from_numpy_dtype(self.dtype)))]
+        if with_lang:
+            fields.append(pa.field("lang", pa.string()))
+        meta = {
+            "dwstok.format": FORMAT,
+            "dwstok.model_sha256": model_sha256,
+            "dwstok.version": version or "",
+            "dwstok.pattern": pattern,
+            "dwstok.n_vocab": str(self.n_vocab),
+            "dwstok.source": source,
+        }
+        self.schema = pa.schema(fields, metadata=meta)
+        self._tmp = self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+        self._sink = pa.OSFile(str(self._tmp), "wb")
+        # Uncompressed on purpose: compressed buffers could not be memory-mapped.
+        self._writer = pa.ipc.new_file(self._sink, self.schema)
+        self._pending: list[tuple[np.ndarray, np.ndarray, object]] = []
+        self._pending_tokens = 0
+        self.n_docs = 0
+        self.n_tokens = 0
+
+    def write(self, ids: np.ndarray, doc_offsets: np.ndarray, lang: pa.Array | None = None) -> None:
+        """Append documents: ``ids`` flat, ``doc_offsets`` their n+1 bounds from 0."""
+        ids = np.asarray(ids)
+        offsets = np.ascontiguousarray(doc_offsets, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or offsets[-1] != ids.size:
+            raise ValueError("doc_offsets must run from 0 to len(ids)")
+        if ids.size and int(ids.max()) >= self.n_vocab:
+            raise ValueError(f"token id {int(ids.max())} out of range for n_vocab={self.n_vocab}")
+        if (lang is not None) != self.with_lang:
+            raise ValueError("lang must be given exactly when the writer was opened with_lang")
+        if lang is not None and len(lang) != offsets.size - 1:
+            raise ValueError("lang must have one entry per document")
+        self._pending.append((ids.astype(self.dtype, copy=False), offsets, lang))
+        self._pending_tokens += ids.size
+        self.n_docs += offsets.size - 1
+        self.n_tokens += ids.size
+        if self._pending_tokens >= self.flush_tokens:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        parts = self._pending
+        self._pending, self._pending_tokens = [], 0
+        ids = np.concatenate([p[0] for p in parts]) if len(parts) > 1 else parts[0][0]
+        offs = [parts[0][1]]
+        base = parts[0][1][-1]
+        for p in parts[1:]:
+            offs.append(p[1][1:] + base)
+            base += p[1][-1]
+        offsets = np.concatenate(offs) if len(offs) > 1 else offs[0]
+        cols = [pa.LargeListArray.from_arrays(pa.array(offsets), pa.array(ids))]
+        if self.with_lang:
+            langs = [p[2] for p in parts]
+            cols.append(pa.concat_arrays(langs).cast(pa.string()) if len(langs) > 1
+                        else langs[0].cast(pa.string()))
+        self._writer.write_batch(pa.record_batch(cols, schema=self.schema))
+
+    def close(self) -> None:
+        """Finish the file and rename it into place."""
+        self._flush()
+        self._writer.close()
+        self._sink.close()
+        os.replace(self._tmp, self.path)
+
+    def abort(self) -> None:
+        for c in (self._writer, self._sink):
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - already failing; just release the file
+                pass
+        self._tmp.unlink(missing_ok=True)
+
+    def __enter__(self) -> ShardWriter:
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
 
 
 def write_shard(
@@ -54,46 +164,15 @@ def write_shard(
     lang: pa.Array | None = None,
     source: str = "",
 ) -> int:
-    """Write one shard under a temporary name and rename it into place; return its size.
+    """Write one whole shard (under a temporary name, renamed into place); return its size.
 
-    ``ids`` are converted to :func:`shard_dtype`; ``doc_offsets`` (int64, ``n_docs + 1``
-    entries starting at 0) delimit the documents.
+    ``ids`` are stored as :func:`shard_dtype`; ``doc_offsets`` (``n_docs + 1`` entries
+    from 0 to ``len(ids)``) delimit the documents.
     """
-    dtype = shard_dtype(n_vocab)
-    ids = np.asarray(ids)
-    if ids.size and int(ids.max()) >= n_vocab:
-        raise ValueError(f"token id {int(ids.max())} out of range for n_vocab={n_vocab}")
-    offsets = np.ascontiguousarray(doc_offsets, dtype=np.int64)
-    if offsets.ndim != 1 or offsets.size == 0 or offsets[0] != 0 or offsets[-1] != ids.size:
-        raise ValueError("doc_offsets must run from 0 to len(ids)")
-    values = pa.array(ids.astype(dtype, copy=False))
-    col = pa.LargeListArray.from_arrays(pa.array(offsets), values)
-    arrays, names = [col], ["ids"]
-    if lang is not None:
-        if len(lang) != len(col):
-            raise ValueError("lang must have one entry per document")
-        arrays.append(lang)
-        names.append("lang")
-    meta = {
-        "dwstok.format": FORMAT,
-        "dwstok.model_sha256": model_sha256,
-        "dwstok.version": version or "",
-        "dwstok.pattern": pattern,
-        "dwstok.n_vocab": str(int(n_vocab)),
-        "dwstok.source": source,
-    }
-    table = pa.Table.from_arrays(arrays, names=names).replace_schema_metadata(meta)
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        # Uncompressed on purpose: compressed buffers could not be memory-mapped.
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as w:
-            w.write_table(table)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path.stat().st_size
+    with ShardWriter(path, model_sha256=model_sha256, version=version, pattern=pattern,
+                     n_vocab=n_vocab, with_lang=lang is not None, source=source) as w:
+        w.write(ids, doc_offsets, lang)
+    return Path(path).stat().st_size
 
 
 def _read_meta(schema: pa.Schema, path: Path) -> dict[str, str]:

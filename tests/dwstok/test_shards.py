@@ -170,3 +170,35 @@ def test_batches_with_stochastok(tmp_path):
     zero = StochasTok(st.table, p=0.0)
     assert all((a == b).all() for a, b in
                zip(plain, r.batches(10, 2, seed=3, bos_id=1, stochastok=zero)))
+
+
+def test_writer_batches_segments_and_lang(tmp_path):
+    from dwstok.shards import ShardWriter
+
+    rng = np.random.default_rng(1)
+    docs = random_docs(rng, 300)
+    langs = [["en", "de", "zh"][i % 3] for i in range(300)]
+    with ShardWriter(tmp_path / "part-00000.arrow", with_lang=True, flush_tokens=500,
+                     **META) as w:
+        for a in range(0, 300, 37):
+            chunk = docs[a:a + 37]
+            offs = np.zeros(len(chunk) + 1, np.int64)
+            np.cumsum([len(d) for d in chunk], out=offs[1:])
+            ids = np.concatenate(chunk) if chunk else np.zeros(0, np.uint32)
+            w.write(ids, offs, pa.array(langs[a:a + 37]))
+    with pa.memory_map(str(tmp_path / "part-00000.arrow")) as mm:
+        f = pa.ipc.open_file(mm)
+        assert f.num_record_batches > 1
+        assert f.read_all().column("lang").to_pylist() == langs
+    r = ShardReader(tmp_path)
+    assert [x.tolist() for x in r] == [x.tolist() for x in docs]
+
+
+def test_writer_leaves_nothing_on_error(tmp_path):
+    from dwstok.shards import ShardWriter
+
+    with pytest.raises(RuntimeError):
+        with ShardWriter(tmp_path / "part-00000.arrow", **META) as w:
+            w.write(np.array([40, 41]), np.array([0, 2]))
+            raise RuntimeError("boom")
+    assert list(tmp_path.iterdir()) == []
