@@ -7,8 +7,9 @@ pairs. The shard's marker ``part-NNNNN.json`` carries its stats: bytes and docum
 language, Han character counts (Han = ``regex`` ``\\p{Han}``), pieces, skipped and
 replaced documents.
 
-Output schema: ``piece: large_binary, lang: string, count: int64``, unique (piece, lang)
-rows within the shard.
+Output schema: ``piece: binary, lang: string, count: int64``, unique (piece, lang) rows
+within the shard. (``binary``, not ``large_binary``: Arrow's hash group-by is several
+times faster on 32-bit offsets.)
 """
 
 from __future__ import annotations
@@ -205,9 +206,7 @@ class _ShardCounts:
         self.pieces += n_pieces
         if n_pieces == 0:
             return
-        pieces = pa.LargeBinaryArray.from_buffers(
-            pa.large_binary(), n_pieces, [None, pa.py_buffer(piece_offs), bufs[2]]
-        )
+        pieces = _binary_array(piece_offs, bufs[2])
         piece_lang = np.repeat(lang_idx, per_doc)
         t = pa.table({"piece": pieces, "lang": pa.array(piece_lang)})
         g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
@@ -257,7 +256,7 @@ class _ShardCounts:
         if not self.parts:
             return pa.table(
                 {
-                    "piece": pa.array([], pa.large_binary()),
+                    "piece": pa.array([], pa.binary()),
                     "lang": pa.array([], pa.string()),
                     "count": pa.array([], pa.int64()),
                 }
@@ -279,6 +278,21 @@ class _ShardCounts:
             "docs_by_lang": dict(sorted(self.docs_by_lang.items())),
             "han": han,
         }
+
+
+def _binary_array(offsets: np.ndarray, data_buf):
+    """Pieces as an Arrow binary array over ``data_buf`` without copying the bytes:
+    32-bit offsets relative to the first piece when they fit, else large_binary."""
+    import pyarrow as pa
+
+    n = len(offsets) - 1
+    base = int(offsets[0])
+    span = int(offsets[-1]) - base
+    if span < 2**31 - 1:
+        data = data_buf.slice(base, span) if span else pa.py_buffer(b"")
+        rel = (offsets - base).astype(np.int32)
+        return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(rel), data])
+    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data_buf])
 
 
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement

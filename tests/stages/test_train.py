@@ -1,0 +1,89 @@
+"""train: the stage equals the trainer on brute-force counted pieces, and records its plan."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import regex
+
+from stages import Inputs, count, pretokenize, train
+from stages.executors import LocalExecutor
+from stages.manifest import read_manifest
+
+from .conftest import config, docs
+
+dtrain = pytest.importorskip("dwstok.train")
+from dwstok.tokenizer import Tokenizer  # noqa: E402
+from dwstok.trainer import learn_merges, pieces_to_arrays  # noqa: E402
+
+
+def build(cfg, corpus, work, workers=1):
+    ex = LocalExecutor(workers)
+    inp = Inputs(corpus=corpus, workdir=work)
+    for st in (pretokenize, count, train):
+        m = st.run(cfg, inp, work / st.STAGE, ex)
+    return m
+
+
+def brute_pieces(rows, pattern):
+    c = Counter()
+    for text, _ in rows:
+        c.update(p.encode() for p in regex.findall(pattern, text))
+    pieces = sorted(c)
+    return pieces, np.array([c[p] for p in pieces], np.int64)
+
+
+def test_alpha_one_equals_plain_trainer(tmp_path, small_parquet):
+    cfg = config(vocab_size=288 + 80)
+    m = build(cfg, [small_parquet], tmp_path)
+    tok = Tokenizer.load(tmp_path / "train" / "model.json", expect_pattern="o200k", expect_version="t1")
+    pieces, counts = brute_pieces(docs(), cfg.pattern_string)
+    data, offsets = pieces_to_arrays(pieces)
+    ref = learn_merges(data, offsets, counts, cfg.n_merges)
+    assert tok.merges == ref.merges
+    assert m.counts["merges"] == len(ref.merges)
+    # ids: 32 specials, then 256 bytes, then merges
+    assert [tok.special_tokens[s] for s in cfg.special_tokens] == list(range(32))
+    assert tok.vocab[32 + ord("a")] == b"a"
+    assert tok.metadata["config_hash"] == cfg.hash_of(*train.CONFIG_KEYS)
+
+
+def test_balanced_and_han_forced(tmp_path, small_parquet):
+    cfg = config(vocab_size=288 + 80, han={"count": 4}, balance={"alpha": 0.7})
+    m = build(cfg, [small_parquet], tmp_path)
+    tok = Tokenizer.load(tmp_path / "train" / "model.json")
+    md = tok.metadata
+    assert md["han"] is not None and md["balance"]["alpha"] == 0.7
+    assert set(md["balance"]["weights"]) == {"code", "de", "en", "ja", "ru", "und", "zh"}
+    # The forced merges come first and make the most frequent Han characters tokens.
+    stats_han = Counter()
+    for text, _ in docs():
+        stats_han.update(regex.findall(r"\p{Han}", text))
+    top = sorted(stats_han, key=lambda ch: (-stats_han[ch], ord(ch)))[:4]
+    n_forced = m.counts["forced_merges"]
+    forced_tokens = {a + b for a, b in tok.merges[:n_forced]}
+    assert {ch.encode() for ch in top} <= forced_tokens
+    # Weighted training: the same as the trainer with the stage's weights.
+    w = dtrain.lang_weights(md["trained_on"]["bytes_by_lang"], 0.7)
+    c = Counter()
+    for text, lang in docs():
+        for p in regex.findall(cfg.pattern_string, text):
+            c[p.encode()] += w[lang or "und"]
+    pieces = sorted(c)
+    data, offsets = pieces_to_arrays(pieces)
+    plan = dtrain.han_forced_merges(dict(stats_han), count=4)
+    ref = learn_merges(data, offsets, np.array([c[p] for p in pieces], np.int64), cfg.n_merges, forced=plan.merges)
+    assert tok.merges == ref.merges
+
+
+def test_model_identical_for_one_and_two_workers_and_up_to_date(tmp_path, small_parquet):
+    cfg = config(vocab_size=288 + 40)
+    build(cfg, [small_parquet], tmp_path / "a", workers=1)
+    build(cfg, [small_parquet], tmp_path / "b", workers=2)
+    a, b = (tmp_path / d / "train" / "model.json" for d in "ab")
+    assert a.read_bytes() == b.read_bytes()
+    assert build(cfg, [small_parquet], tmp_path / "a").up_to_date
+    # A training-only change re-runs train but not pretokenize.
+    m = build(config(vocab_size=288 + 41), [small_parquet], tmp_path / "a")
+    assert not m.up_to_date and m.counts["merges"] == 41
+    assert read_manifest(tmp_path / "a" / "pretokenize").counts["resumed_shards"] == 0
