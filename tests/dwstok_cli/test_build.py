@@ -1,0 +1,35 @@
+"""`dwstok build`: all five stages, then all up to date; same bytes for 1 and 2 workers."""
+
+import importlib.util
+import json
+
+import pytest
+
+from dwstok_cli.main import cli
+
+STAGES = ["pretokenize", "count", "train", "export", "encode-shards"]
+
+pytestmark = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("dwstok.train", "stages.export", "stages.encode_shards")),
+    reason="needs every stage (dwstok.train, stages.export, stages.encode_shards)",
+)
+
+
+def build(runner, cfg, corpus, work, workers):
+    args = ["build", str(cfg), "--corpus", str(corpus), "--workdir", str(work), "--workers", str(workers), "--json"]
+    r = runner.invoke(cli, args, catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_build_all_stages(runner, tmp_path, small_config, small_parquet):
+    a = build(runner, small_config, small_parquet, tmp_path / "a", 1)
+    assert [s["stage"] for s in a] == STAGES and all(s["status"] == "done" for s in a)
+    again = build(runner, small_config, small_parquet, tmp_path / "a", 1)
+    assert all(s["status"] == "up to date" for s in again)
+    b = build(runner, small_config, small_parquet, tmp_path / "b", 2)
+    for sa, sb in zip(a, b):
+        assert sa["outputs"] == sb["outputs"], sa["stage"]
+    r = runner.invoke(cli, ["info", str(tmp_path / "a" / "train" / "model.json"), "--json"])
+    info = json.loads(r.stdout)
+    assert info["kind"] == "dwstok model" and info["version"] == "t1" and info["n_vocab"] == 400
