@@ -254,6 +254,8 @@ def _scan_o200k(buf, start, end, table, out, from_right):
             m = k
         else:
             m = last
+        if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
+            m = j
         n += 1
         out[n] = m
         i = m
@@ -352,6 +354,8 @@ def _scan_cl100k(buf, start, end, table, out):
                     m = last
                 else:
                     m = j
+        if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
+            m = j
         n += 1
         out[n] = m
         i = m
@@ -422,6 +426,8 @@ def _scan_gpt2(buf, start, end, table, out):
                     m = last
                 else:
                     m = j
+        if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
+            m = j
         n += 1
         out[n] = m
         i = m

@@ -23,7 +23,7 @@ SPACES = [" ", " ", " ", "  ", "\t", "\n", "\r", "\r\n", "\n\n", "\u00a0", "\u30
 PUNCT = ".,;:!?-–—/\\()[]{}\"'«»…‘’“”¿¡§¶†‡•€$¢£¥%‰#&*@+=<>|~^`_\x00\x07\x7f\u200b\u200c\u200d\u00ad\u2060\ufeff"
 EMOJI = ["😀", "👍🏽", "👨‍👩‍👧", "🇫🇷", "❤️", "🏳️‍🌈", "🤖", "✅", "🔢", "Ⓜ️"]
 ODD = ["\u0378", "\u0590", "\U000e0080", "\U0003fffd", "\ue000", "\uf8ff", "\U000f0000", "\U0010fffd", "\uffff", "\U0001fffe", "\ufffd", "\U0010ffff"]
-CONTRACTIONS = ["s", "S", "ſ", "t", "T", "re", "RE", "rE", "Re", "ve", "VE", "vE", "m", "M", "ll", "LL", "lL", "Ll", "d", "D", "x", "", "l", "r", "v", "e", "sS", "ſt", "dd"]
+CONTRACTIONS = ["s", "S", "ſ", "t", "T", "re", "RE", "rE", "Re", "ve", "VE", "vE", "m", "M", "ll", "LL", "lL", "Ll", "d", "D", "x", "", "l", "r", "v", "e", "sS", "ſt", "dd", "le", "Le", "lE", "ld", "ls", "rd", "vs", "ſſ", "'", "re'", "s'"]
 
 
 def _letters(rng: random.Random) -> str:
@@ -35,8 +35,9 @@ def _segment(rng: random.Random) -> str:
     kind = rng.randrange(12)
     if kind <= 2:
         return _letters(rng)
-    if kind == 3:
-        return "'" + rng.choice(CONTRACTIONS)
+    if kind == 3:  # mostly right after letters, where o200k takes them as a suffix
+        head = _letters(rng) if rng.random() < 0.7 else ""
+        return head + "'" + rng.choice(CONTRACTIONS)
     if kind == 4:  # digits, often one script, sometimes mixed
         pool = rng.choice([DIGITS, "0123456789", "٠١٢٣٤٥٦٧٨٩", "०१२३४५६७८९"])
         return "".join(rng.choice(pool) for _ in range(rng.randint(1, 11)))
