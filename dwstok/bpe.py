@@ -2,8 +2,10 @@
 
 A model becomes a :class:`BpeTables` of flat arrays:
 
-- ``pair_keys/pair_vals``: an open-addressing hash of ``(left id, right id)`` →
-  ``(rank, new id)``. A piece is merged by always applying the lowest-ranked adjacent
+- ``pairs``: an open-addressing hash of ``(left id, right id)`` → ``(rank, new id)``,
+  key and value side by side so a lookup touches one cache line (the table is too
+  big for the caches, and lookups are what merging costs); ``byte_pairs``: the same
+  for pairs of single bytes as a dense 256×256 array, for the first round. A piece is merged by always applying the lowest-ranked adjacent
   pair, the leftmost one among equal ranks (this decides runs such as ``aaa`` or three
   spaces). For models built by dwstok the pairs are the merges, ranked by creation
   order; for tiktoken rank files every pair whose concatenation is a token merges at
@@ -36,9 +38,11 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jit import njit
+from .scanner import scan_range
 
 SMALL = 96  # pieces up to this many bytes use the quadratic merge; longer use the heap
-CACHE_MAX = 256  # longest piece kept in the per-call cache
+CACHE_MAX = 1 << 16  # longest piece kept in the per-call cache
+PAIR_CACHE = 1 << 14  # slots of the per-call cache of pair lookups (256 KB)
 NO_RANK = np.int64(1 << 40)
 _U32 = np.uint64(0xFFFFFFFF)
 
@@ -49,8 +53,8 @@ class BpeTables(NamedTuple):
     tok_bytes: np.ndarray  # uint8: every token's bytes, back to back
     tok_off: np.ndarray  # int64 [n_vocab + 1]: token i = tok_bytes[tok_off[i]:tok_off[i+1]]
     byte_ids: np.ndarray  # int32 [256]: id of the one-byte token
-    pair_keys: np.ndarray  # int64: (left << 32) | right, -1 = empty slot
-    pair_vals: np.ndarray  # int64: (rank << 32) | new id
+    pairs: np.ndarray  # int64 [size, 2]: key (left << 32) | right (-1 empty), value (rank << 32) | new id
+    byte_pairs: np.ndarray  # int64 [65536]: value of the pair of bytes (b1, b2) at b1 * 256 + b2, or -1
     whole: np.ndarray  # int32: hash slots of ids emitted whole, -1 = empty
 
 
@@ -77,28 +81,48 @@ def _hash_pair(key):
 
 
 @njit
-def _pair_slot(pair_keys, left, right):
-    """Slot of the pair (left, right), or -1."""
+def _pair_value(pairs, left, right):
+    """(rank << 32) | new id of the pair (left, right), or -1."""
     key = (np.int64(left) << 32) | np.int64(right)
-    mask = np.uint64(pair_keys.size - 1)
-    i = np.int64(_hash_pair(key) & mask)
+    size = pairs.shape[0]
+    i = np.int64(_hash_pair(key) & np.uint64(size - 1))
     while True:
-        k = pair_keys[i]
+        k = pairs[i, 0]
         if k == key:
-            return i
+            return pairs[i, 1]
         if k == -1:
-            return -1
-        i = (i + 1) & (pair_keys.size - 1)
+            return np.int64(-1)
+        i = (i + 1) & (size - 1)
+
+
+@njit
+def _unpack(v):
+    if v < 0:
+        return NO_RANK, np.int32(-1)
+    return v >> 32, np.int32(v & 0xFFFFFFFF)
 
 
 @njit
 def _pair_rank(T, left, right):
     """(rank, new id) of a pair; rank NO_RANK when the pair does not merge."""
-    s = _pair_slot(T.pair_keys, left, right)
-    if s < 0:
-        return NO_RANK, -1
-    v = T.pair_vals[s]
-    return v >> 32, np.int32(v & 0xFFFFFFFF)
+    return _unpack(_pair_value(T.pairs, left, right))
+
+
+@njit
+def _pair_rank_c(T, pc, left, right):
+    """``_pair_rank`` through ``pc``, a small direct-mapped cache of recent pairs.
+
+    Text repeats the same few thousand pairs; the cache stays in L2 while the full
+    table (megabytes) costs a cache miss per lookup.
+    """
+    key = (np.int64(left) << 32) | np.int64(right)
+    i = np.int64((_hash_pair(key) >> np.uint64(20)) & np.uint64(pc.shape[0] - 1))
+    if pc[i, 0] == key:
+        return _unpack(pc[i, 1])
+    v = _pair_value(T.pairs, left, right)
+    pc[i, 0] = key
+    pc[i, 1] = v
+    return _unpack(v)
 
 
 @njit
@@ -130,18 +154,27 @@ def _whole_lookup(T, buf, start, end, h):
 
 @njit
 def _build_pairs(lefts, rights, ranks, news, size):
-    keys = np.full(size, -1, np.int64)
-    vals = np.zeros(size, np.int64)
+    pairs = np.full((size, 2), -1, np.int64)
     for j in range(lefts.size):
         key = (np.int64(lefts[j]) << 32) | np.int64(rights[j])
         i = np.int64(_hash_pair(key) & np.uint64(size - 1))
-        while keys[i] != -1 and keys[i] != key:
+        while pairs[i, 0] != -1 and pairs[i, 0] != key:
             i = (i + 1) & (size - 1)
         v = (np.int64(ranks[j]) << 32) | np.int64(news[j])
-        if keys[i] == -1 or v < vals[i]:  # a repeated pair keeps its lowest rank
-            keys[i] = key
-            vals[i] = v
-    return keys, vals
+        if pairs[i, 0] == -1 or v < pairs[i, 1]:  # a repeated pair keeps its lowest rank
+            pairs[i, 0] = key
+            pairs[i, 1] = v
+    return pairs
+
+
+@njit
+def _build_byte_pairs(pairs, byte_ids):
+    out = np.full(65536, -1, np.int64)
+    for a in range(256):
+        for b in range(256):
+            if byte_ids[a] >= 0 and byte_ids[b] >= 0:
+                out[a * 256 + b] = _pair_value(pairs, byte_ids[a], byte_ids[b])
+    return out
 
 
 @njit
@@ -241,26 +274,27 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
         whole = _build_whole(tok_bytes, tok_off, candidates, wsize)
         lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole)
         rank_arr = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
-        keys, vals = _build_pairs(lefts, rights, rank_arr, news, _pow2_at_least(2 * max(len(lefts), 1)))
-        return BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, whole)
+        pairs = _build_pairs(lefts, rights, rank_arr, news, _pow2_at_least(2 * max(len(lefts), 1)))
+        return BpeTables(tok_bytes, tok_off, byte_ids, pairs, _build_byte_pairs(pairs, byte_ids), whole)
     if rule != "merges":
         raise ValueError(f"unknown merge rule {rule!r}")
     lefts = np.asarray(lefts, np.int32)
     rights = np.asarray(rights, np.int32)
     news = np.asarray(news, np.int32)
-    keys, vals = _build_pairs(
+    pairs = _build_pairs(
         lefts, rights, np.arange(lefts.size, dtype=np.int64), news, _pow2_at_least(2 * max(len(lefts), 1))
     )
+    byte_pairs = _build_byte_pairs(pairs, byte_ids)
     # Which tokens may be emitted whole: those that plain merge order rebuilds from
     # their own bytes (under merge order a token can be unreachable from its bytes).
     empty_whole = np.full(16, -1, np.int32)
-    t0 = BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, empty_whole)
+    t0 = BpeTables(tok_bytes, tok_off, byte_ids, pairs, byte_pairs, empty_whole)
     multi = candidates[lens[candidates] > 1]
     ok = _self_encodes(t0, multi)
     keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
     keep.sort()
     whole = _build_whole(tok_bytes, tok_off, keep, wsize)
-    return BpeTables(tok_bytes, tok_off, byte_ids, keys, vals, whole)
+    return BpeTables(tok_bytes, tok_off, byte_ids, pairs, byte_pairs, whole)
 
 
 @njit
@@ -281,7 +315,8 @@ def _self_encodes(T, ids):
 
 @njit
 def _scratch():
-    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), np.empty(SMALL, np.int32))
+    pc = np.full((PAIR_CACHE, 2), -1, np.int64)
+    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), np.empty(SMALL, np.int32), pc)
 
 
 @njit
@@ -289,12 +324,12 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
     m = e - s
     if m > SMALL:
-        return _merge_heap(buf, s, e, T, out, n, max_rank)
-    ids, rk, nw = S
+        return _merge_heap(buf, s, e, T, S[3], out, n, max_rank)
+    ids, rk, nw, pc = S
     for i in range(m):
         ids[i] = T.byte_ids[buf[s + i]]
     for i in range(m - 1):
-        r, v = _pair_rank(T, ids[i], ids[i + 1])
+        r, v = _unpack(T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]])
         rk[i] = r if r < max_rank else NO_RANK
         nw[i] = v
     # The same scan as tiktoken's _byte_pair_merge: the first minimum is the leftmost.
@@ -315,11 +350,11 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
             nw[j] = nw[j + 1]
         m -= 1
         if bi > 0:
-            r, v = _pair_rank(T, ids[bi - 1], ids[bi])
+            r, v = _pair_rank_c(T, pc, ids[bi - 1], ids[bi])
             rk[bi - 1] = r if r < max_rank else NO_RANK
             nw[bi - 1] = v
         if bi < m - 1:
-            r, v = _pair_rank(T, ids[bi], ids[bi + 1])
+            r, v = _pair_rank_c(T, pc, ids[bi], ids[bi + 1])
             rk[bi] = r if r < max_rank else NO_RANK
             nw[bi] = v
     for i in range(m):
@@ -362,7 +397,7 @@ def _heap_pop(heap, size):
 
 
 @njit
-def _merge_heap(buf, s, e, T, out, n, max_rank):
+def _merge_heap(buf, s, e, T, pc, out, n, max_rank):
     # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
     # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
     # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
@@ -379,7 +414,7 @@ def _merge_heap(buf, s, e, T, out, n, max_rank):
         prv[i] = i - 1
     nxt[m - 1] = -1
     for i in range(m - 1):
-        r, _ = _pair_rank(T, ids[i], ids[i + 1])
+        r, _ = _unpack(T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]])
         if r < max_rank:
             size = _heap_push(heap, size, (r << 32) | i)
     while size > 0:
@@ -392,7 +427,7 @@ def _merge_heap(buf, s, e, T, out, n, max_rank):
         j = nxt[i]
         if j < 0:
             continue
-        r2, v = _pair_rank(T, ids[i], ids[j])
+        r2, v = _pair_rank_c(T, pc, ids[i], ids[j])
         if r2 != r:
             continue
         ids[i] = v
@@ -401,12 +436,12 @@ def _merge_heap(buf, s, e, T, out, n, max_rank):
         nxt[i] = k
         if k >= 0:
             prv[k] = i
-            r3, _ = _pair_rank(T, v, ids[k])
+            r3, _ = _pair_rank_c(T, pc, v, ids[k])
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | i)
         p = prv[i]
         if p >= 0:
-            r3, _ = _pair_rank(T, ids[p], v)
+            r3, _ = _pair_rank_c(T, pc, ids[p], v)
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | p)
     i = 0
@@ -525,6 +560,51 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
             n = _encode_piece(data, bounds[k], bounds[k + 1], T, C, S, out, n)
     out_doc[d1 - d0] = n
     return n
+
+
+# ----------------------------------------------------------- fused scan + encode
+
+
+@njit
+def _encode_fused(kind, table, buf, T, out):
+    """Scan ``buf`` with the native scanner ``kind`` and encode it, in one nogil call."""
+    bounds = np.empty(buf.size + 1, np.int64)
+    nb = scan_range(kind, buf, 0, buf.size, table, bounds)
+    C = _new_cache(buf.size)
+    S = _scratch()
+    n = 0
+    for k in range(nb):
+        n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    return n
+
+
+@njit
+def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, out, out_doc):
+    """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]])."""
+    longest = 0
+    for d in range(d0, d1):
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    bounds = np.empty(longest + 1, np.int64)
+    C = _new_cache(offsets[d1] - offsets[d0])
+    S = _scratch()
+    n = 0
+    for d in range(d0, d1):
+        out_doc[d - d0] = n
+        s, e = offsets[d], offsets[d + 1]
+        if e <= s:
+            continue
+        nb = scan_range(kind, data, s, e, table, bounds)
+        for k in range(nb):
+            n = _encode_piece(data, bounds[k], bounds[k + 1], T, C, S, out, n)
+    out_doc[d1 - d0] = n
+    return n
+
+
+def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables) -> np.ndarray:
+    """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32)."""
+    out = np.empty(max(buf.size, 1), np.uint32)
+    n = _encode_fused(kind, table, buf, tables, out)
+    return out[:n]
 
 
 @njit

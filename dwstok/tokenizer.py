@@ -311,6 +311,8 @@ class Tokenizer:
         arr = np.frombuffer(buf, np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else buf
         if arr.size == 0:
             return np.zeros(0, np.uint32)
+        if self._scanner.kind >= 0:
+            return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables)
         return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
 
     def _allowed(self, allowed_special) -> frozenset:
@@ -396,7 +398,9 @@ class Tokenizer:
         n_docs = offsets.size - 1
         if n_docs == 0:
             return np.zeros(0, np.uint32), np.zeros(1, np.int64)
-        bounds, doc_bidx = self._batch_bounds(data, offsets)
+        native = self._scanner.kind >= 0
+        if not native:  # the regex fallback scans in Python, before the threads start
+            bounds, doc_bidx = self._batch_bounds(data, offsets)
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
         # Split the documents into one contiguous range per thread, by bytes.
         cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], threads + 1)[1:-1])
@@ -405,7 +409,11 @@ class Tokenizer:
         def work(d0: int, d1: int):
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
-            n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
+            if native:
+                sc = self._scanner
+                n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._tables, out, out_doc)
+            else:
+                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
             return out[:n], out_doc
 
         ranges = list(zip(edges[:-1].tolist(), edges[1:].tolist()))

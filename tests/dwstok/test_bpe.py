@@ -1,0 +1,153 @@
+"""BPE kernels against the pure-Python twin, on random models and random pieces."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dwstok import bpe
+
+from .reference_bpe import merge_order, tiktoken_ranks
+
+BYTES = [bytes([b]) for b in range(256)]
+
+
+def random_merges(seed: int, n: int, alphabet: bytes = b"ab c") -> list[tuple[bytes, bytes]]:
+    rng = random.Random(seed)
+    tokens = [bytes([c]) for c in alphabet]
+    merges, seen = [], set()
+    for _ in range(n * 4):
+        if len(merges) == n:
+            break
+        pair = (rng.choice(tokens), rng.choice(tokens))
+        if pair in seen or len(pair[0] + pair[1]) > 12:
+            continue
+        seen.add(pair)
+        merges.append(pair)
+        if pair[0] + pair[1] not in tokens:
+            tokens.append(pair[0] + pair[1])
+    return merges
+
+
+def merges_tables(merges):
+    tokens = list(BYTES)
+    index = {t: i for i, t in enumerate(tokens)}
+    triples = []
+    for a, b in merges:
+        if a + b not in index:
+            index[a + b] = len(tokens)
+            tokens.append(a + b)
+        triples.append((index[a], index[b], index[a + b]))
+    t = np.array(triples, np.int64).reshape(-1, 3)
+    return tokens, bpe.build_tables(tokens, t[:, 0], t[:, 1], t[:, 2], rule="merges")
+
+
+def ranks_tables(seed: int, n: int, alphabet: bytes = b"ab c"):
+    rng = random.Random(seed)
+    extra = set()
+    while len(extra) < n:
+        extra.add(bytes(rng.choice(alphabet) for _ in range(rng.randint(2, 8))))
+    extra = sorted(extra)
+    rng.shuffle(extra)
+    tokens = list(BYTES) + extra
+    return tokens, bpe.build_tables(tokens, (), (), (), rule="ranks")
+
+
+def encode(tables, text: bytes, cuts=()) -> list[int]:
+    bounds = np.array(sorted({0, len(text), *cuts}), np.int64)
+    return bpe.encode_bounds(np.frombuffer(text, np.uint8), bounds, tables).tolist()
+
+
+def test_golden_aaabdaaabac():
+    tokens, t = merges_tables([(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")])
+    assert encode(t, b"aaabdaaabac") == [258, 100, 258, 97, 99]
+
+
+def test_leftmost_among_equal_ranks():
+    _, t = merges_tables([(b"a", b"a")])
+    assert encode(t, b"aaa") == [256, 97]
+    _, t = merges_tables([(b" ", b" "), (b"  ", b" ")])
+    assert encode(t, b"   ") == [257]
+    assert encode(t, b"    ") == [256, 256]  # "  " + "  ": the first merge wins everywhere first
+
+
+def test_unreachable_token_is_not_emitted_whole():
+    # "abc" is made from (a, bc); merging "abc" from bytes gives (ab, c) first, and
+    # plain merge order never makes "abc" from it, so the piece "abc" is two tokens.
+    _, t = merges_tables([(b"a", b"b"), (b"b", b"c"), (b"a", b"bc")])
+    assert encode(t, b"abc") == [256, 99]
+    assert merge_order(b"abc", {(b"a", b"b"): 0, (b"b", b"c"): 1, (b"a", b"bc"): 2}) == [b"ab", b"c"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 60), data=st.data())
+def test_merge_order_matches_reference(seed, n, data):
+    merges = random_merges(seed, n)
+    tokens, t = merges_tables(merges)
+    ranks = {m: k for k, m in enumerate(merges)}
+    index = {tok: i for i, tok in enumerate(tokens)}
+    text = data.draw(st.text(alphabet="ab c", max_size=400)).encode()
+    # whole text as one piece (long ones take the heap path) ...
+    want = [index[p] for p in merge_order(text, ranks)]
+    assert encode(t, text) == want
+    # ... and as repeated pieces (the cache)
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20))
+    bounds = sorted({0, len(text), *cuts})
+    want = [index[p] for s, e in zip(bounds, bounds[1:]) for p in merge_order(text[s:e], ranks)]
+    assert encode(t, text + text, [*cuts, len(text), *(c + len(text) for c in cuts)]) == want + want
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 80), data=st.data())
+def test_tiktoken_rule_matches_reference(seed, n, data):
+    tokens, t = ranks_tables(seed, n)
+    ranks = {tok: i for i, tok in enumerate(tokens)}
+    text = data.draw(st.text(alphabet="ab c", max_size=400)).encode()
+    assert encode(t, text) == [ranks[p] for p in tiktoken_ranks(text, ranks)]
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=20))
+    bounds = sorted({0, len(text), *cuts})
+    want = [ranks[p] for s, e in zip(bounds, bounds[1:]) for p in tiktoken_ranks(text[s:e], ranks)]
+    assert encode(t, text, cuts) == want
+
+
+@pytest.mark.parametrize("unit", [b"a", b" ", b"7", b"ab", "語".encode()])
+def test_long_piece_heap_equals_quadratic_reference(unit):
+    # A piece far above the quadratic threshold (heap path) against the reference.
+    build = [(unit[:k], unit[k : k + 1]) for k in range(1, len(unit))]
+    merges = build + [(unit, unit), (unit * 2, unit * 2), (unit * 4, unit), (unit * 4, unit * 4)]
+    tokens, t = merges_tables(merges)
+    index = {tok: i for i, tok in enumerate(tokens)}
+    ranks = {m: k for k, m in enumerate(merges)}
+    for reps in (777, 778, 779, 781):
+        text = unit * reps
+        assert encode(t, text) == [index[p] for p in merge_order(text, ranks)]
+
+
+@pytest.mark.parametrize("size", [1_000_000, pytest.param(10_000_000, marks=pytest.mark.slow)])
+def test_megabytes_without_boundaries_are_not_quadratic(size):
+    # One piece of `size` bytes: the heap path is O(n log n); the quadratic scan would
+    # take hours here.
+    _, t = merges_tables([(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aaaa")])
+    text = b"a" * size
+    ids = encode(t, text)
+    assert len(ids) == size // 8 and set(ids) == {258}
+    ids = encode(t, text + b"a")
+    assert ids[-1] == 97 and len(ids) == size // 8 + 1
+
+
+def test_decode_ids_roundtrip():
+    tokens, t = merges_tables(random_merges(1, 30))
+    text = b"ab c cab  abba" * 50
+    ids = np.array(encode(t, text), np.int64)
+    assert bpe.decode_ids(ids, t) == text
+
+
+def test_split_token_gives_the_creating_merge():
+    tokens, t = ranks_tables(3, 40)
+    for i in range(256, len(tokens)):
+        parts = bpe.split_token(t, i, i)
+        assert b"".join(tokens[p] for p in parts) == tokens[i]
