@@ -174,3 +174,24 @@ def test_bytes_preserved(r50k_table, data, p, iterations, seed):
 @pytest.fixture(scope="module")
 def r50k_table(r50k_vocab):
     return r50k_vocab, SplitTable.from_vocab(r50k_vocab)
+
+
+def test_real_tokenizer_round_trip(corpus_dir):
+    """With a DWSLMTok-layout model: split ids decode to the same text; specials stay."""
+    import pyarrow.parquet as pq
+
+    from dwstok.stochastok import StochasTok
+    from tests.stages.bpe_models import corpus_merges, dwslm_model
+
+    tok = dwslm_model(corpus_merges(str(corpus_dir / "dev.parquet"), "o200k", 1500))
+    st = StochasTok.from_tokenizer(tok, p=0.3, iterations=2)
+    assert all(st.table.splits(i) == [] for i in tok.special_tokens.values())
+    assert all(a >= 32 and b >= 32 for a, b in zip(st.table.left, st.table.right))
+    texts = pq.read_table(corpus_dir / "dev.parquet", columns=["text"]).column("text")
+    for k, text in enumerate(texts.to_pylist()[::300]):
+        ids = np.array([1] + tok.encode(text[:5000]) + [2], dtype=np.uint16)
+        out = st(ids, seed=k)
+        assert out.dtype == np.uint16
+        assert tok.decode_bytes(out.tolist()) == tok.decode_bytes(ids.tolist())
+        assert out[0] == 1 and out[-1] == 2
+        assert len(out) > len(ids) or len(ids) < 10
