@@ -4,7 +4,7 @@ Each input shard is streamed batch by batch: the Numba scanner splits every docu
 UTF-8 in one kernel call per batch, the pieces become an Arrow binary array over the
 batch's own text buffer (zero copy), and Arrow's hash group-by counts (piece, lang)
 pairs. The shard's marker ``part-NNNNN.json`` carries its stats: bytes and documents per
-language, Han character counts (Han = ``regex`` ``\\p{Han}``), pieces, skipped and
+language, Han character counts (Han = ``regex`` ``\\p{Han}``, counted on the unique pieces), pieces, skipped and
 replaced documents.
 
 Output schema: ``piece: binary, lang: string, count: int64``, unique (piece, lang) rows
@@ -143,7 +143,7 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
     for batch in read_batches(task.shard, cfg.corpus):
         acc.add(batch, scanner)
     table = acc.table()
-    stats = acc.stats(rows=table.num_rows)
+    stats = acc.stats(table)
     name = part_name(task.shard.index)
     info = write_table(
         out_dir / name,
@@ -172,7 +172,6 @@ class _ShardCounts:
         self.rows = 0
         self.bytes_by_lang: Counter[str] = Counter()
         self.docs_by_lang: Counter[str] = Counter()
-        self.han = np.zeros(0, dtype=np.int64)  # dense counts over Han code points
         self.pieces = 0
         self.skipped = 0
         self.replaced = 0
@@ -200,7 +199,6 @@ class _ShardCounts:
             self.bytes_by_lang[langs[i]] += int(v)
         for i, v in enumerate(np.bincount(lang_idx, minlength=len(langs))):
             self.docs_by_lang[langs[i]] += int(v)
-        self._count_han(data[doc_offs[0] : doc_offs[-1]])
 
         n_pieces = len(piece_offs) - 1
         self.pieces += n_pieces
@@ -230,25 +228,34 @@ class _ShardCounts:
         g = t.group_by(["piece", "lang"], use_threads=False).aggregate([("count", "sum")])
         return pa.table({"piece": g.column("piece"), "lang": g.column("lang"), "count": g.column("count_sum")})
 
-    def _count_han(self, utf8: np.ndarray) -> None:
-        if utf8.size == 0:
-            return
-        # Whole batch at once: decode to code points and look each up in a table made
-        # from the regex module's \p{Han}, so the definition is exactly regex's.
+    @staticmethod
+    def count_han(table) -> dict[str, int]:
+        """Han character counts from the shard's unique pieces (a tenth of the text's
+        size): each character weighs its piece's count. Code points are looked up in a
+        table made from the ``regex`` module's ``\\p{Han}``, so the definition is regex's."""
+        import pyarrow as pa
+
+        if table.num_rows == 0:
+            return {}
+        col = table.column("piece").combine_chunks().cast(pa.large_binary())
+        bufs = col.buffers()
+        offs = np.frombuffer(bufs[1], dtype=np.int64)[col.offset : col.offset + len(col) + 1]
+        utf8 = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0] : offs[-1]]
+        if utf8.size == 0 or utf8.max() < 0xE2:  # no 3- or 4-byte characters: no Han
+            return {}
         cps = np.frombuffer(utf8.tobytes().decode("utf-8").encode("utf-32-le"), dtype=np.uint32)
-        cps = cps[cps >= _HAN_MIN]
-        if cps.size == 0:
-            return
-        table = han_table()
-        cps = cps[table[cps]]
-        if cps.size == 0:
-            return
-        c = np.bincount(cps - _HAN_MIN)
-        if c.size > self.han.size:
-            c[: self.han.size] += self.han
-            self.han = c
-        else:
-            self.han[: c.size] += c
+        # Characters per piece, from the count of UTF-8 lead bytes before each offset.
+        lead = np.concatenate([[0], np.cumsum((utf8 & 0xC0) != 0x80)])
+        per_piece = np.diff(lead[offs - offs[0]])
+        weight = np.repeat(table.column("count").to_numpy(), per_piece)
+        keep = cps >= _HAN_MIN
+        keep[keep] = han_table()[cps[keep]]
+        if not keep.any():
+            return {}
+        cp, inv = np.unique(cps[keep], return_inverse=True)
+        tot = np.zeros(len(cp), dtype=np.int64)
+        np.add.at(tot, inv, weight[keep])
+        return {chr(int(c)): int(n) for c, n in zip(cp, tot)}
 
     def table(self):
         import pyarrow as pa
@@ -264,9 +271,9 @@ class _ShardCounts:
         t = self.parts[0] if len(self.parts) == 1 else self._combine()
         return t.combine_chunks()
 
-    def stats(self, *, rows: int) -> dict[str, Any]:
-        nz = np.flatnonzero(self.han)
-        han = {chr(int(i) + _HAN_MIN): int(self.han[i]) for i in nz}
+    def stats(self, table) -> dict[str, Any]:
+        han = self.count_han(table)
+        rows = table.num_rows
         return {
             "bytes": int(sum(self.bytes_by_lang.values())),
             "docs": int(sum(self.docs_by_lang.values())),
