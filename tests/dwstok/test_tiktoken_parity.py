@@ -1,0 +1,101 @@
+"""dwstok loading tiktoken's own rank files reproduces tiktoken's ids exactly."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dwstok import Tokenizer
+
+ENCODINGS = {"r50k_base": "gpt2", "cl100k_base": "cl100k", "o200k_base": "o200k"}
+TRICKY = list("ab AB\n\r\t '’sStTdDlLvVmMrReE1234١٢३٤ 語日本éÉ\u0301\u0308ǅʰ😀🇺🇸/.,!?-_()<>|\u00a0\u2028\u3000\ue000\U000e0001")
+TEXT = (
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+    | st.text(alphabet=TRICKY, max_size=120)
+    | st.lists(st.sampled_from(["don't", " I'M", "  ", "\r\n", " \n ", "123456", " ab'll", "Hello", "ΣΣ", " !!\n/", "\t\t"]), max_size=30).map("".join)
+)
+
+
+@pytest.fixture(scope="module", params=list(ENCODINGS))
+def pair(request, reftok, tiktoken_cache):
+    import tiktoken
+    import tiktoken.load
+
+    name = request.param
+    spec = json.loads((reftok / "encodings.json").read_text())["encodings"][name]
+    ours = Tokenizer.from_tiktoken(reftok / spec["file"], pattern=ENCODINGS[name], special_tokens=spec["special_tokens"])
+    assert ours.pattern == spec["pat_str"]  # the named pattern is tiktoken's exact string
+    ranks = tiktoken.load.load_tiktoken_bpe(str(reftok / spec["file"]), expected_hash=spec["sha256"])
+    theirs = tiktoken.Encoding(name, pat_str=spec["pat_str"], mergeable_ranks=ranks, special_tokens=spec["special_tokens"])
+    return name, ours, theirs
+
+
+def test_golden(pair):
+    name, ours, _ = pair
+    if name == "cl100k_base":
+        assert ours.encode(" strawberry") == [73700]
+        assert ours.encode("strawberry") == [496, 675, 15717]
+    if name == "r50k_base":
+        assert ours.encode(" SolidGoldMagikarp") == [43453]
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=TEXT)
+def test_hypothesis_strings(pair, text):
+    _, ours, theirs = pair
+    ids = ours.encode(text)
+    assert ids == theirs.encode_ordinary(text)
+    assert ours.decode(ids) == text
+
+
+def test_specials(pair):
+    _, ours, theirs = pair
+    text = "a<|endoftext|>b"
+    assert ours.encode(text) == theirs.encode_ordinary(text)
+    assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
+
+
+def test_long_runs(pair):
+    _, ours, theirs = pair
+    for text in [" " * 3000 + "x", "a" * 3000, "7" * 3001, "語" * 1500, "\n" * 2000 + " a"]:
+        assert ours.encode(text) == theirs.encode_ordinary(text)
+
+
+def _dev_docs(corpus_dir, n=None, split="dev"):
+    import pyarrow.parquet as pq
+
+    texts = pq.read_table(corpus_dir / f"{split}.parquet", columns=["text"]).column("text").to_pylist()
+    if n is not None:
+        rng = np.random.default_rng(0)
+        texts = [texts[i] for i in sorted(rng.choice(len(texts), n, replace=False))]
+    return texts
+
+
+def _check_docs(ours, theirs, texts):
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(t.encode()) for t in texts])
+    ids, doc = ours.encode_utf8_batch(data, offsets, num_threads=2)
+    bad = [i for i, t in enumerate(texts) if ids[doc[i] : doc[i + 1]].tolist() != theirs.encode_ordinary(t)]
+    return bad, ids
+
+
+def test_dev_sample(pair, corpus_dir):
+    _, ours, theirs = pair
+    texts = _dev_docs(corpus_dir, 150)
+    bad, ids = _check_docs(ours, theirs, texts)
+    assert bad == []
+    assert ours.decode(ids) == "".join(texts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("split", ["dev", "train"])
+def test_whole_corpus(pair, corpus_dir, split):
+    name, ours, theirs = pair
+    texts = _dev_docs(corpus_dir, split=split)
+    bad, _ = _check_docs(ours, theirs, texts)
+    print(f"{name} {split}: {len(texts)} documents, {len(bad)} mismatches")
+    assert bad == []

@@ -1,0 +1,219 @@
+"""Tokenizer API: construction, specials, batches, streams, decoding, bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dwstok import Tokenizer
+from dwstok.decoding import TokenIdError
+from dwstok.errors import DwstokError, ModelFileError
+
+from .test_bpe import random_merges
+
+NAMED = ["<pad>", "<bos>", "<eos>", "<unk>", "<mask>", "<fim_prefix>", "<fim_middle>", "<fim_suffix>",
+         "<sep>", "<code>", "</code>", "<think>", "</think>"]
+SPECIALS = {name: i for i, name in enumerate(NAMED + [f"<reserved_{i}>" for i in range(13, 32)])}
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=80) | st.text(
+    alphabet=list("ab c\n\r\t'sS1234 ١٢語é\u0301😀<>bos|/.,"), max_size=120
+)
+
+
+def dwslm_layout(merges, pattern="o200k"):
+    """The trainer's layout: specials 0..31, byte b at 32 + b, merge k at 288 + k."""
+    vocab = {32 + b: bytes([b]) for b in range(256)}
+    for k, (a, b) in enumerate(merges):
+        vocab[288 + k] = a + b
+    return Tokenizer.from_vocab_merges(vocab, merges, special_tokens=SPECIALS, pattern=pattern, version="32.1")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    merges = [(b" ", b"t"), (b"h", b"e"), (b" t", b"he"), (b"a", b"a"), (b"aa", b"a"), (b"<", b"b")]
+    merges += [m for m in random_merges(7, 200, b"ab c<>os|") if m not in merges]
+    return dwslm_layout(merges)
+
+
+def test_golden_from_vocab_merges():
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")])
+    assert tok.encode("aaabdaaabac") == [258, 100, 258, 97, 99]
+    assert tok.n_vocab == 259 and tok.merge_rule == "merges" and tok.pattern_name == "o200k"
+    assert tok.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
+
+
+def test_dwslm_layout(tok):
+    assert tok.n_vocab == 288 + len(tok.merges)
+    assert tok.vocab[0] == b"<pad>" and tok.vocab[32] == b"\x00" and tok.vocab[32 + 97] == b"a"
+    assert tok.vocab[288] == b" t" and tok.special_tokens["</think>"] == 12
+    assert tok.encode(" the") == [290]
+    assert tok.version == "32.1"
+
+
+def test_special_names_after_vocab_for_a_sequence():
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b")], special_tokens=["<bos>", "<eos>"])
+    assert tok.special_tokens == {"<bos>": 257, "<eos>": 258}
+    assert tok.n_vocab == 259
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=TEXT)
+def test_roundtrip_and_no_special_ids(tok, text):
+    ids = tok.encode(text)
+    assert tok.decode(ids) == text
+    assert all(i >= 32 for i in ids)
+    assert tok.encode_to_numpy(text).tolist() == ids
+
+
+def test_special_text_is_ordinary_unless_allowed(tok):
+    text = "<bos>hi<eos><bos>"
+    plain = tok.encode(text)
+    assert all(i >= 32 for i in plain) and tok.decode(plain) == text
+    ids = tok.encode(text, allowed_special={"<bos>"})
+    assert ids[0] == 1 and ids[-1] == 1 and 2 not in ids
+    assert tok.decode(ids) == text
+    assert tok.encode(text, allowed_special="all") == [1, *tok.encode("hi"), 2, 1]
+    with pytest.raises(DwstokError, match="allowed_special"):
+        tok.encode(text, allowed_special={"<nope>"})
+
+
+def test_longest_special_first():
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [], special_tokens=["<a>", "<a><b>"])
+    assert tok.encode("<a><b><a>", allowed_special="all") == [257, 256]
+
+
+def test_encode_batch_and_utf8_batch(tok):
+    texts = ["the cat", "", "aaaa<bos>", "語 é 😀", " " * 300, "x" * 5000]
+    want = [tok.encode(t) for t in texts]
+    for threads in (1, 2, 4):
+        assert tok.encode_batch(texts, num_threads=threads) == want
+    data = np.frombuffer("".join(texts).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(t.encode()) for t in texts])
+    ids, doc = tok.encode_utf8_batch(data, offsets, num_threads=2)
+    assert ids.dtype == np.uint32 and doc.dtype == np.int64 and doc.size == len(texts) + 1
+    assert [ids[doc[i] : doc[i + 1]].tolist() for i in range(len(texts))] == want
+    # a slice of a larger buffer (offsets need not start at 0)
+    ids, doc = tok.encode_utf8_batch(data, offsets[2:5])
+    assert ids.tolist() == want[2] + want[3] and doc.tolist() == [0, len(want[2]), len(want[2]) + len(want[3])]
+
+
+def test_encode_batch_regex_fallback():
+    pat = r"\S+|\s+"
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b")], pattern=pat)
+    assert tok.pattern_name is None and tok.pattern == pat
+    texts = ["ab ab", "", "cab\n\nab"]
+    assert tok.encode_batch(texts) == [tok.encode(t) for t in texts] == [[256, 32, 256], [], [99, 256, 10, 10, 256]]
+
+
+@settings(max_examples=120, deadline=None)
+@given(text=TEXT, cuts=st.lists(st.integers(0, 200), max_size=8), specials=st.booleans())
+def test_encode_iterable_equals_encode(tok, text, cuts, specials):
+    bounds = sorted({0, len(text), *(c for c in cuts if c <= len(text))})
+    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:])]
+    allowed = "all" if specials else ()
+    assert list(tok.encode_iterable(iter(chunks), allowed_special=allowed)) == tok.encode(text, allowed_special=allowed)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["don't stop", "a  \n  \n  b", "x \t\n\n   ", "12345678901", "foo   bar", "<bos><eos>", "<bo", "a'll", "HeLLo WoRLD's"],
+)
+def test_encode_iterable_char_by_char(tok, text):
+    for allowed in ((), "all"):
+        assert list(tok.encode_iterable(iter(text), allowed_special=allowed)) == tok.encode(text, allowed_special=allowed)
+
+
+def test_encode_iterable_rdigits_and_long_runs():
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"1", b"2")], pattern="o200k-rdigits")
+    text = "1234567 " + "9" * 50 + "12"
+    assert list(tok.encode_iterable(iter(text))) == tok.encode(text)
+    chunks = ["a" * 1000] * 200 + [" b"]  # a long run in small chunks is not rescanned each time
+    assert list(tok.encode_iterable(iter(chunks))) == tok.encode("".join(chunks))
+
+
+def test_encode_iterable_is_lazy(tok):
+    def chunks():
+        yield "the cat sat on the mat. " * 10
+        raise RuntimeError("stop")
+
+    it = tok.encode_iterable(chunks())
+    first = [next(it) for _ in range(5)]
+    assert first == tok.encode("the cat sat on the mat.")[:5]
+
+
+def test_decode_variants(tok):
+    ids = tok.encode("héllo 語")
+    assert tok.decode_bytes(ids) == "héllo 語".encode()
+    assert tok.decode(np.array(ids, np.uint32)) == "héllo 語"
+    assert tok.decode([1, *tok.encode("x")]) == "<bos>x"
+    split = [32 + b for b in "語".encode()]
+    with pytest.raises(UnicodeDecodeError, match="errors='replace'"):
+        tok.decode(split[:2])
+    assert tok.decode(split[:2], errors="replace") == "\ufffd"
+
+
+def test_decode_stream(tok):
+    text = "a語é😀 b"
+    ids = [32 + b for b in text.encode()]
+    stream = tok.decode_stream()
+    got = [stream.feed(i) for i in ids]
+    assert "".join(got) + stream.finish() == text
+    assert got[1:4] == ["", "", "語"]  # nothing until the character is whole
+    assert "".join(tok.decode_stream(ids)) == text
+    s = tok.decode_stream(errors="replace")
+    s.feed(ids[1])
+    assert s.finish() == "\ufffd"
+    s = tok.decode_stream()
+    s.feed(ids[1])
+    with pytest.raises(UnicodeDecodeError):
+        s.finish()
+
+
+@pytest.mark.parametrize("bad", [[-1], [10**6], [5, 99999], [2**63 + 5]])
+def test_decode_out_of_range(tok, bad):
+    with pytest.raises(TokenIdError, match="out of range"):
+        tok.decode(np.array(bad, np.uint64) if bad[0] > 2**62 else bad)
+    with pytest.raises(TokenIdError):
+        tok.decode_stream().feed(bad[-1])
+
+
+def test_decode_gap_id():
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [], special_tokens={"<x>": 300})
+    with pytest.raises(TokenIdError, match="not in the vocabulary"):
+        tok.decode([280])
+    assert tok.decode([300]) == "<x>"
+
+
+def test_lone_surrogate_names_position(tok):
+    with pytest.raises(ValueError, match="position 3"):
+        tok.encode("abc\ud800def")
+    with pytest.raises(ValueError, match="position 1"):
+        tok.encode_batch(["ok", "x\udfff"])
+    with pytest.raises(TypeError):
+        tok.encode(b"bytes")
+
+
+def test_bad_models():
+    with pytest.raises(ModelFileError, match="one-byte"):
+        Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(200)}, [])
+    with pytest.raises(ModelFileError, match="neither in vocab"):
+        Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"ab", b"c")])
+
+
+def test_merges_of_a_tiktoken_model(tmp_path):
+    # a tiny rank file: the derived merges rebuild every token
+    import base64
+
+    extra = [b"ab", b"abc", b"bc", b"abcabc"]
+    lines = [base64.b64encode(bytes([b])) + b" %d" % b for b in range(256)]
+    lines += [base64.b64encode(t) + b" %d" % (256 + i) for i, t in enumerate(extra)]
+    f = tmp_path / "tiny.tiktoken"
+    f.write_bytes(b"\n".join(lines) + b"\n")
+    tok = Tokenizer.from_tiktoken(f, pattern="gpt2", special_tokens={"<|endoftext|>": 260})
+    assert tok.merge_rule == "ranks" and tok.n_vocab == 261
+    assert tok.merges == [(b"a", b"b"), (b"ab", b"c"), (b"b", b"c"), (b"abc", b"abc")]
+    assert tok.encode("abcabc") == [259] and tok.encode("xabc") == [120, 257]
+    assert json.loads(json.dumps(tok.metadata)) == tok.metadata
