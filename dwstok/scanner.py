@@ -21,12 +21,20 @@ Public API (stable; other modules build on it):
   ``buf[start:end]`` (as if it were the whole input: lookaheads stop at ``end``),
   writing absolute offsets ``out[0] = start .. out[n] = end`` (``end - start + 1`` slots).
 
-  ``kind`` is ``Scanner.kind`` (must not be -1) and ``table`` is ``Scanner.table``. The
-  table is an argument, not a global, so that the compiled code stays small.
+  ``kind`` is ``Scanner.kind`` (must not be -1: check ``Scanner.is_native``) and
+  ``table`` is ``Scanner.table``. The table is an argument, not a global, so that the
+  compiled code stays small. Both kernels are nogil, allocate nothing and run in
+  linear time; an unknown ``kind`` returns -1. Typical use::
+
+      @njit
+      def encode_many(kind, buf, starts, table, bounds):
+          for d in range(starts.shape[0] - 1):
+              n = scan_range(kind, buf, starts[d], starts[d + 1], table, bounds)
+              # bounds[0] == starts[d], ..., bounds[n] == starts[d + 1]
 
 >>> s = get_scanner("o200k")
 >>> s.pieces("I'm 2026's best-ever scanner!\\n")
-['I'm', ' ', '202', '6', "'s", ' best', '-ever', ' scanner', '!\\n']
+["I'm", ' ', '202', '6', "'s", ' best', '-ever', ' scanner', '!\\n']
 >>> s.bounds("héllo wörld".encode()).tolist()
 [0, 6, 13]
 
