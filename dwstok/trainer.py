@@ -59,7 +59,8 @@ def _grow(a, size):
 @njit
 def _slot(keys, mask, key):
     """Slot of ``key`` in the open-addressing table, or the empty slot where it goes."""
-    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(20)) & mask
+    # Fibonacci hashing: the top bits of the product depend on every bit of the key.
+    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
     while keys[h] != key and keys[h] != _EMPTY:
         h = (h + 1) & mask
     return h
@@ -134,37 +135,13 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
 
 # Fields of a slot's row: its token (-1 once merged away), the next and previous live
 # slots of its piece (-1 at the ends), the pair that starts at it (-1 at a piece end),
-# the next and previous slots of that pair's occurrence list, and its piece's weight.
-_TOK, _NXT, _PRV, _PID, _ONX, _OPV, _WLO, _WHI = range(8)
+# and its piece's weight in two 31-bit halves.
+_TOK, _NXT, _PRV, _PID, _WLO, _WHI = range(6)
 
 
 @njit
 def _weight(S, p):
     return (np.int64(S[p, _WHI]) << 31) | np.int64(S[p, _WLO])
-
-
-@njit
-def _link(S, p, q, phead):
-    """Put position ``p`` at the front of pair ``q``'s occurrence list."""
-    h = phead[q]
-    S[p, _ONX] = h
-    S[p, _OPV] = -1
-    if h != -1:
-        S[h, _OPV] = p
-    phead[q] = p
-
-
-@njit
-def _unlink(S, p, q, phead):
-    """Take slot ``p`` out of pair ``q``'s occurrence list."""
-    before = S[p, _OPV]
-    after = S[p, _ONX]
-    if before != -1:
-        S[before, _ONX] = after
-    else:
-        phead[q] = after
-    if after != -1:
-        S[after, _OPV] = before
 
 
 @njit
@@ -183,15 +160,14 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
         tbytes[t] = t
     tb_used = 256
 
-    # Positions: the pieces that can hold a pair (weight > 0, two bytes or more), one
-    # slot per byte, chained into a doubly linked list per piece (-1 at its ends).
-    # A merge writes the new token at the left slot and unlinks the right one.
+    # Slots: one per byte of the pieces that can hold a pair (weight > 0, two bytes or
+    # more), linked per piece. A merge writes the new token into the left slot and
+    # unlinks the right one. One row per slot keeps a site within a cache line or two.
     n_pos = 0
     for w in range(n_pieces):
         if weights[w] > 0 and offsets[w + 1] - offsets[w] >= 2:
             n_pos += offsets[w + 1] - offsets[w]
-    # One row of 8 int32 per slot (see _TOK..._WHI) so that a site costs few cache lines.
-    S = np.empty((n_pos, 8), np.int32)
+    S = np.empty((n_pos, 6), np.int32)
     pos = 0
     for w in range(n_pieces):
         n = offsets[w + 1] - offsets[w]
@@ -210,26 +186,32 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
         S[pos + n - 1, _NXT] = -1
         pos += n
 
-    # Pairs: (left, right, weighted count, first slot of its occurrence list), plus a
-    # hash table from (left, right) for forced merges.
+    # Pairs: (left, right, weighted count) and where their occurrences are. A pair's
+    # adjacencies all appear in one step -- the initial count for byte pairs, else the
+    # merge that made its newer token -- so its occurrence list is one segment of the
+    # `occ` pool, written once and never edited: entries that went stale (the slot
+    # changed since) are recognised by their tokens and skipped.
     cap = 1 << 17
     pl = np.empty(cap, np.int32)
     pr = np.empty(cap, np.int32)
     pc = np.zeros(cap, np.int64)
-    phead = np.empty(cap, np.int32)
+    seg_start = np.empty(cap, np.int64)
+    seg_len = np.empty(cap, np.int64)
     n_pairs = 0
+    # (left, right) -> pair, for forced merges.
     keys = np.full(1 << 18, _EMPTY, np.int64)
     vals = np.empty(1 << 18, np.int32)
     mask = np.int64((1 << 18) - 1)
 
-    # The initial count: byte pairs through a dense 256 x 256 table.
+    # The initial count: byte pairs through a dense 256 x 256 table, then their
+    # occurrence segments by counting sort (slots ascending within each).
     byte_pair = np.full(65536, -1, np.int32)
     for p in range(n_pos):
         if S[p, _NXT] == -1:
             S[p, _PID] = -1
             continue
         x = S[p, _TOK]
-        y = S[S[p, _NXT], _TOK]
+        y = S[p + 1, _TOK]
         q = byte_pair[x * 256 + y]
         if q == -1:
             q = n_pairs
@@ -238,14 +220,25 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
             pl[q] = x
             pr[q] = y
             pc[q] = 0
-            phead[q] = -1
+            seg_len[q] = 0
             key = (np.int64(x) << 32) | np.int64(y)
             s = _slot(keys, mask, key)
             keys[s] = key
             vals[s] = q
         pc[q] += _weight(S, p)
+        seg_len[q] += 1
         S[p, _PID] = q
-        _link(S, p, q, phead)
+    occ = np.empty(max(1024, n_pos + n_pos // 2), np.int32)
+    used = 0
+    for q in range(n_pairs):
+        seg_start[q] = used
+        used += seg_len[q]
+        seg_len[q] = 0
+    for p in range(n_pos):
+        q = S[p, _PID]
+        if q != -1:
+            occ[seg_start[q] + seg_len[q]] = p
+            seg_len[q] += 1
 
     # Heap of (count, pair): one live entry per pair with a positive count.
     hc = np.empty(max(1024, n_pairs), np.int64)
@@ -257,18 +250,18 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
         hn += 1
         _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
 
-    # Per step: the pairs (t, c) and (c, t) made by the new token c, found by t.
+    # Per step: the pairs (t, c) and (c, t) made by the new token c, found by t, and
+    # the slots where they occur (grouped into segments at the end of the step).
     left_of_c = np.empty(n_tokens_max, np.int32)
     left_step = np.full(n_tokens_max, -1, np.int64)
     right_of_c = np.empty(n_tokens_max, np.int32)
     right_step = np.full(n_tokens_max, -1, np.int64)
-    new_pairs = np.empty(1024, np.int32)
-    sites = np.empty(1024, np.int32)
+    new_pair = np.empty(1024, np.int32)
+    new_slot = np.empty(1024, np.int32)
 
     out_left = np.empty(n_merges, np.int32)
     out_right = np.empty(n_merges, np.int32)
     out_count = np.zeros(n_merges, np.int64)
-    work = np.zeros(2, np.int64)  # sites merged, list entries visited
 
     for step in range(n_merges):
         # Choose the pair.
@@ -301,7 +294,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                     hn += 1
                     _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
             if best == -1:
-                return out_left, out_right, out_count, step, work
+                return out_left, out_right, out_count, step
             a = pl[best]
             b = pr[best]
         c = 256 + step
@@ -319,50 +312,34 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
         if best == -1:
             continue  # a forced merge that never occurs
 
-        # Snapshot the occurrence list: sites unlink slots from it as they go.
-        n_sites = 0
-        e = phead[best]
-        while e != -1:
-            if n_sites == sites.shape[0]:
-                sites = _grow(sites, 0)
-            sites[n_sites] = e
-            n_sites += 1
-            e = S[e, _ONX]
-
-        n_new_pairs = 0
-        for i in range(n_sites):
-            p = sites[i]
+        first_new = n_pairs
+        n_occ_new = 0
+        for e in range(seg_start[best], seg_start[best] + seg_len[best]):
+            p = occ[e]
             q = S[p, _NXT]
-            work[1] += 1
             if S[p, _TOK] != a or q == -1 or S[q, _TOK] != b:
-                continue  # already consumed by an earlier site of this merge
+                continue  # stale, or consumed by an earlier site of this merge
             if a == b:
                 # A run of a's merges pairwise from its left end (aaa -> aa a), so
                 # start at the run's first slot; the whole run is done at once.
                 while S[p, _PRV] != -1 and S[S[p, _PRV], _TOK] == a:
                     p = S[p, _PRV]
             while True:
-                work[0] += 1
                 q = S[p, _NXT]
                 wt = _weight(S, p)
                 x = S[p, _PRV]
                 y = S[q, _NXT]
                 # Remove the pairs around the site: (x, a), (a, b), (b, y).
                 if x != -1:
-                    old = S[x, _PID]
-                    pc[old] -= wt
-                    _unlink(S, x, old, phead)
-                old = S[p, _PID]
-                pc[old] -= wt
-                _unlink(S, p, old, phead)
+                    pc[S[x, _PID]] -= wt
+                pc[S[p, _PID]] -= wt
                 if y != -1:
-                    old = S[q, _PID]
-                    pc[old] -= wt
-                    _unlink(S, q, old, phead)
+                    pc[S[q, _PID]] -= wt
                 # Merge.
                 S[p, _TOK] = c
                 S[q, _TOK] = -1
                 S[p, _NXT] = y
+                S[p, _PID] = -1
                 if y != -1:
                     S[y, _PRV] = p
                 # Add (x, c) and (c, y); both are new pairs, as c is new.
@@ -375,7 +352,6 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                         second = c
                     else:
                         if y == -1:
-                            S[p, _PID] = -1
                             continue
                         at = p
                         first = c
@@ -392,21 +368,18 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                             pl = _grow(pl, 0)
                             pr = _grow(pr, 0)
                             pc = _grow(pc, 0)
-                            phead = _grow(phead, 0)
+                            seg_start = _grow(seg_start, 0)
+                            seg_len = _grow(seg_len, 0)
                         pl[nq] = first
                         pr[nq] = second
                         pc[nq] = 0
-                        phead[nq] = -1
+                        seg_len[nq] = 0
                         if second == c:
                             left_of_c[first] = nq
                             left_step[first] = step
                         else:
                             right_of_c[second] = nq
                             right_step[second] = step
-                        if n_new_pairs == new_pairs.shape[0]:
-                            new_pairs = _grow(new_pairs, 0)
-                        new_pairs[n_new_pairs] = nq
-                        n_new_pairs += 1
                         key = (np.int64(first) << 32) | np.int64(second)
                         s = _slot(keys, mask, key)
                         keys[s] = key
@@ -421,17 +394,35 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                                 keys[ss] = kk
                                 vals[ss] = r
                     pc[nq] += wt
+                    seg_len[nq] += 1
                     S[at, _PID] = nq
-                    _link(S, at, nq, phead)
+                    if n_occ_new == new_pair.shape[0]:
+                        new_pair = _grow(new_pair, 0)
+                        new_slot = _grow(new_slot, 0)
+                    new_pair[n_occ_new] = nq
+                    new_slot[n_occ_new] = at
+                    n_occ_new += 1
                 if a != b:
                     break
                 p = y
                 if p == -1 or S[p, _TOK] != a or S[p, _NXT] == -1 or S[S[p, _NXT], _TOK] != a:
                     break
 
-        # Queue the new pairs with their final counts.
-        for t in range(n_new_pairs):
-            q = new_pairs[t]
+        # File the step's occurrences into one segment per new pair (counting sort),
+        # and queue the new pairs with their final counts.
+        if used + n_occ_new > occ.shape[0]:  # grow by half: the pool is the big one
+            bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 3 // 2), np.int32)
+            bigger[:used] = occ[:used]
+            occ = bigger
+        for q in range(first_new, n_pairs):
+            seg_start[q] = used
+            used += seg_len[q]
+            seg_len[q] = 0
+        for i in range(n_occ_new):
+            q = new_pair[i]
+            occ[seg_start[q] + seg_len[q]] = new_slot[i]
+            seg_len[q] += 1
+        for q in range(first_new, n_pairs):
             if pc[q] > 0:
                 if hn == hc.shape[0]:
                     hc = _grow(hc, 0)
@@ -441,7 +432,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                 hn += 1
                 _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
 
-    return out_left, out_right, out_count, n_merges, work
+    return out_left, out_right, out_count, n_merges
 
 
 # ---------------------------------------------------------------------------- wrapper
@@ -531,13 +522,11 @@ def learn_merges(
         raise InputError("too many pieces for one training run (at most 2**31 - 2)")
 
     fl, fr = _forced_ids(forced)
-    left, right, count, n_done, _work = _learn_kernel(data, offsets, weights, fl, fr, n_merges)
+    left, right, count, n_done = _learn_kernel(data, offsets, weights, fl, fr, n_merges)
     tokens = [bytes([b]) for b in range(256)]
     merges = []
     for i in range(int(n_done)):
         pair = (tokens[left[i]], tokens[right[i]])
         merges.append(pair)
         tokens.append(pair[0] + pair[1])
-    global LAST_WORK
-    LAST_WORK = _work
     return TrainResult(merges, count[:n_done].copy(), int(n_done) < n_merges)
