@@ -145,6 +145,32 @@ def _weight(S, p):
 
 
 @njit
+def _compact(occ, seg_start, seg_len, pc, pl, pr, S, n_pairs):
+    """Drop the segments of spent pairs and stale entries; return the pool's new end.
+
+    Segments lie in pair order, so they can slide down in place.
+    """
+    used = 0
+    for q in range(n_pairs):
+        start = seg_start[q]
+        n = seg_len[q]
+        seg_start[q] = used
+        seg_len[q] = 0
+        if pc[q] <= 0:
+            continue
+        a = pl[q]
+        b = pr[q]
+        for e in range(start, start + n):
+            p = occ[e]
+            nx = S[p, _NXT]
+            if S[p, _TOK] == a and nx != -1 and S[nx, _TOK] == b:
+                occ[used] = p
+                used += 1
+                seg_len[q] += 1
+    return used
+
+
+@njit
 def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
@@ -228,7 +254,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
         pc[q] += _weight(S, p)
         seg_len[q] += 1
         S[p, _PID] = q
-    occ = np.empty(max(1024, n_pos + n_pos // 2), np.int32)
+    occ = np.empty(max(1024, n_pos + n_pos // 4), np.int32)
     used = 0
     for q in range(n_pairs):
         seg_start[q] = used
@@ -410,10 +436,13 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
 
         # File the step's occurrences into one segment per new pair (counting sort),
         # and queue the new pairs with their final counts.
-        if used + n_occ_new > occ.shape[0]:  # grow by half: the pool is the big one
-            bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 3 // 2), np.int32)
-            bigger[:used] = occ[:used]
-            occ = bigger
+        if used + n_occ_new > occ.shape[0]:
+            # The pool is the big allocation: squeeze out dead entries before growing it.
+            used = _compact(occ, seg_start, seg_len, pc, pl, pr, S, first_new)
+            if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
+                bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 3 // 2), np.int32)
+                bigger[:used] = occ[:used]
+                occ = bigger
         for q in range(first_new, n_pairs):
             seg_start[q] = used
             used += seg_len[q]
