@@ -34,6 +34,12 @@ class ErrorHandlingGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except BrokenPipeError:
+            # `dwstok info x | head`: the reader went away; exit quietly as `cat` would.
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            ctx.exit(141)
         except KeyboardInterrupt:
             if _debug(ctx):
                 raise

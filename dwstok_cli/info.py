@@ -143,7 +143,10 @@ def _arrow(p: Path) -> dict[str, Any]:
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"{p} is not a readable Arrow IPC file: {e}") from None
     md = {k.decode(): v.decode("utf-8", "replace") for k, v in (schema.metadata or {}).items()}
-    d: dict[str, Any] = {"kind": md.get("dwstok.kind", "Arrow IPC file"), "path": str(p)}
+    kind = md.get("dwstok.kind")
+    if kind is None:
+        kind = "token shard" if md.get("dwstok.format", "").startswith("dwstok-shard") else "Arrow IPC file"
+    d: dict[str, Any] = {"kind": kind, "path": str(p)}
     for k, v in md.items():
         if k.startswith("dwstok.") and k != "dwstok.kind":
             short = k.removeprefix("dwstok.")
