@@ -1,0 +1,182 @@
+"""The Numba trainer equals the brute-force trainer merge for merge."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dwstok.errors import ConfigError, InputError
+from dwstok.trainer import learn_merges, pieces_to_arrays
+
+from .brute_bpe import brute_bpe
+
+
+def run_both(pieces, weights, n_merges, forced=()):
+    data, offsets = pieces_to_arrays(pieces)
+    got = learn_merges(data, offsets, np.array(weights, np.int64), n_merges, forced=forced)
+    want = brute_bpe(pieces, weights, n_merges, forced)
+    assert got.merges == want.merges
+    assert got.counts.tolist() == want.counts
+    assert got.stopped_early == want.stopped_early
+    return got
+
+
+def _random_corpus(seed, n, alphabet, max_len):
+    rng = random.Random(seed)
+    pieces = sorted({bytes(rng.choice(alphabet) for _ in range(rng.randint(1, max_len))) for _ in range(n)})
+    return pieces, [rng.randint(1, 50) for _ in pieces]
+
+
+CORPORA = {
+    # name: (pieces, weights, n_merges)
+    "run_odd": ([b"aaaaaaa"], [1], 10),
+    "runs_of_every_length": ([b"a" * n for n in range(1, 12)], [1] * 11, 20),
+    "alternating": ([b"abababab"], [3], 10),
+    "alternating_odd": ([b"abababa", b"babab"], [2, 5], 10),
+    "golden": ([b"aaabdaaabac"], [1], 10),
+    "all_ties": ([bytes([c, c + 1]) for c in range(97, 120, 2)], [1] * 12, 20),
+    "ties_prefix_bytes": ([b"xay", b"xaby", b"xab", b"ay", b"aby"], [1, 1, 1, 1, 1], 12),
+    "ties_same_left": ([b"za", b"zb", b"zc", b"az", b"bz"], [2, 2, 2, 2, 2], 8),
+    "count_falls_to_zero": ([b"abc", b"bcd", b"cde", b"abcde"], [5, 4, 3, 1], 12),
+    "new_pair_already_queued": ([b"abab", b"cc", b"abcc", b"ccab"], [4, 3, 2, 2], 10),
+    "single_bytes": ([b"a", b"b", b"c"], [9, 9, 9], 5),
+    "empty": ([], [], 5),
+    "empty_piece": ([b"", b"ab"], [7, 1], 3),
+    "zero_weights": ([b"ab", b"cd", b"cdcd"], [0, 1, 0], 5),
+    "huge_weights": ([b"abc", b"bcd", b"cab"], [10**17, 10**17 + 1, 3 * 10**16], 6),
+    "all_256_bytes": ([bytes(range(256)), bytes(range(255, -1, -1)), bytes(range(0, 256, 2))], [1, 2, 3], 300),
+    "mixed_scripts": (
+        [s.encode() for s in ["héllo", " wörld", "日本語", "日本", "Привет", " при", "🙂🙂", "كتاب", "नमस्ते"]],
+        [5, 4, 3, 7, 2, 6, 1, 2, 2],
+        40,
+    ),
+    "rare_language_wins": ([b" the", b" then", "漢字".encode(), "字".encode()], [10, 10, 1000, 900], 8),
+    "spaces_and_newlines": ([b" " * 9, b"\n\n\n", b" \n", b"  x"], [3, 2, 5, 1], 12),
+    "palindromes": ([b"abcba", b"abba", b"aabaa", b"baaab"], [1, 2, 3, 4], 12),
+    "runs_next_to_merges": ([b"baaa", b"aaab", b"baaab", b"aaaa"], [3, 3, 2, 1], 10),
+    "duplicate_pieces": ([b"ab", b"ab", b"abc"], [1, 2, 1], 4),
+    "more_merges_than_possible": ([b"abcdef", b"fedcba"], [1, 1], 50),
+    "medium_random_small_alphabet": (*_random_corpus(1, 300, b"ab", 24), 80),
+    "medium_random": (*_random_corpus(2, 400, b"abcde ", 30), 120),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_matches_brute_force(name):
+    pieces, weights, n = CORPORA[name]
+    run_both(pieces, weights, n)
+
+
+FORCED = {
+    "prefix_chain": ([b"abcabc", b"abd", b"xy"], [3, 2, 9], [(b"a", b"b"), (b"ab", b"c")], 6),
+    "never_occurs": ([b"abab", b"cd"], [1, 2], [(b"q", b"z"), (b"qz", b"a")], 5),
+    "forced_is_the_best_pair": ([b"aaaa", b"ab"], [5, 1], [(b"a", b"a")], 4),
+    "han_like": (
+        [s.encode() for s in ["的一是", "一的", "是是", "abc"]],
+        [4, 3, 2, 9],
+        [(b"\xe7", b"\x9a"), (b"\xe7\x9a", b"\x84"), (b"\xe4", b"\xb8"), (b"\xe4\xb8", b"\x80")],
+        10,
+    ),
+    "all_forced": ([b"abc"], [1], [(b"a", b"b"), (b"ab", b"c")], 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORCED))
+def test_forced_merges_match_brute_force(name):
+    pieces, weights, forced, n = FORCED[name]
+    got = run_both(pieces, weights, n, forced)
+    assert got.merges[: len(forced)] == forced
+    assert got.counts[: len(forced)].tolist() == [0] * len(forced)
+
+
+def test_golden_counts():
+    data, offsets = pieces_to_arrays([b"aaabdaaabac"])
+    r = learn_merges(data, offsets, np.array([1]), 3)
+    assert r.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
+    assert r.counts.tolist() == [4, 2, 2]
+    assert not r.stopped_early
+
+
+def test_stops_early_and_says_so():
+    data, offsets = pieces_to_arrays([b"abc"])
+    r = learn_merges(data, offsets, np.array([1]), 10)
+    assert len(r.merges) == 2 and r.stopped_early
+
+
+def test_scaled_weights_give_the_same_merges():
+    pieces, weights = _random_corpus(3, 200, b"abcd", 16)
+    data, offsets = pieces_to_arrays(pieces)
+    a = learn_merges(data, offsets, np.array(weights), 60)
+    b = learn_merges(data, offsets, np.array(weights) * (1 << 20), 60)
+    assert a.merges == b.merges
+    assert (b.counts == a.counts * (1 << 20)).all()
+
+
+def test_arrow_slices_with_nonzero_first_offset():
+    data, offsets = pieces_to_arrays([b"zzzz", b"abab", b"abc"])
+    r = learn_merges(data, offsets[1:], np.array([2, 1]), 3)
+    assert r.merges == brute_bpe([b"abab", b"abc"], [2, 1], 3).merges
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        (dict(weights=np.array([-1])), InputError),
+        (dict(weights=np.array([1.5])), InputError),
+        (dict(weights=np.array([1, 2])), InputError),
+        (dict(weights=np.array([2**62])), InputError),
+        (dict(offsets=np.array([0, 99])), InputError),
+        (dict(offsets=np.array([3, 1])), InputError),
+        (dict(n_merges=-1), ConfigError),
+        (dict(forced=[(b"a", b"b")] * 2), ConfigError),  # repeats the token b"ab"
+        (dict(forced=[(b"ab", b"c")]), ConfigError),  # b"ab" is not a token yet
+        (dict(forced=[(b"a", b"b")], n_merges=0), ConfigError),
+    ],
+)
+def test_bad_arguments(kwargs, error):
+    args = dict(data=np.frombuffer(b"abc", np.uint8), offsets=np.array([0, 3]), weights=np.array([1]), n_merges=3)
+    args.update(kwargs)
+    with pytest.raises(error):
+        learn_merges(**args)
+
+
+def test_overflowing_weights_are_refused():
+    data, offsets = pieces_to_arrays([b"ab" * 8, b"abab"])
+    with pytest.raises(InputError, match="overflow"):
+        learn_merges(data, offsets, np.array([2**61, 2**61]), 3)
+
+
+pieces_st = st.lists(st.binary(min_size=1, max_size=14).map(lambda b: bytes(x % 4 + 97 for x in b)), max_size=14)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pieces=pieces_st,
+    weights=st.lists(st.integers(0, 40), min_size=14, max_size=14),
+    n=st.integers(0, 40),
+)
+def test_hypothesis_matches_brute_force(pieces, weights, n):
+    run_both(pieces, weights[: len(pieces)], n)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    pieces=st.lists(st.binary(min_size=1, max_size=10), max_size=10),
+    weights=st.lists(st.sampled_from([1, 2, 3, 10**12, 10**15]), min_size=10, max_size=10),
+    n=st.integers(0, 30),
+)
+def test_hypothesis_any_bytes(pieces, weights, n):
+    run_both(pieces, weights[: len(pieces)], n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(30))
+def test_fuzz_medium_corpora(seed):
+    rng = random.Random(seed)
+    alphabet = rng.choice([b"ab", b"abc", b"a b", bytes(range(97, 105)), "日本語".encode()])
+    pieces, weights = _random_corpus(seed, rng.randint(50, 600), alphabet, rng.randint(4, 40))
+    run_both(pieces, weights, rng.randint(20, 200))
