@@ -87,3 +87,26 @@ def test_model_identical_for_one_and_two_workers_and_up_to_date(tmp_path, small_
     m = build(config(vocab_size=288 + 41), [small_parquet], tmp_path / "a")
     assert not m.up_to_date and m.counts["merges"] == 41
     assert read_manifest(tmp_path / "a" / "pretokenize").counts["resumed_shards"] == 0
+
+
+def test_stage_equals_train_bpe_on_the_same_documents(tmp_path):
+    """A chain of equalities: the pipeline (pretokenize → count → train, with language
+    weights and Han forcing) gives the same model as the in-process train_bpe."""
+    from .conftest import write_parquet
+
+    rows = [(t, lang or "und") for t, lang in docs() if "<" not in t]  # no special names
+    corpus = write_parquet(tmp_path / "c.parquet", rows)
+    cfg = config(vocab_size=288 + 60, han={"count": 3}, balance={"alpha": 0.7})
+    build(cfg, [corpus], tmp_path)
+    tok = Tokenizer.load(tmp_path / "train" / "model.json")
+    ref = dtrain.train_bpe(
+        [t for t, _ in rows],
+        cfg.vocab_size,
+        special_tokens=cfg.special_tokens,
+        pattern=cfg.pattern,
+        alpha=0.7,
+        lang=[lang for _, lang in rows],
+        han_count=3,
+    )
+    assert tok.merges == ref.merges
+    assert tok.encode("统计语言模型 Hello 2026") == ref.encode("统计语言模型 Hello 2026")
