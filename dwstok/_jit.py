@@ -15,3 +15,8 @@ njit = numba.njit(cache=True, nogil=True)
 def njit_parallel(fn):
     """Decorator for the few kernels that use ``numba.prange``."""
     return numba.njit(cache=True, nogil=True, parallel=True)(fn)
+
+
+njit_inline = numba.njit(cache=True, nogil=True, inline="always")
+"""For small helpers called per byte or per lookup from other kernels: inlined at the
+Numba IR level, so passing arrays costs no reference-count traffic per call."""

@@ -2,16 +2,16 @@
 
 A model becomes a :class:`BpeTables` of flat arrays:
 
-- ``pairs``: an open-addressing hash of ``(left id, right id)`` → ``(rank, new id)``,
-  key and value side by side so a lookup touches one cache line (the table is too
-  big for the caches, and lookups are what merging costs); ``byte_pairs``: the same
+- ``pairs``: an open-addressing hash of ``(left id, right id)`` → rank, packed in one
+  int64 a slot, and ``rank_new``: rank → the id it makes; ``byte_pairs``: the same
   for pairs of single bytes as a dense 256×256 array, for the first round. A piece is merged by always applying the lowest-ranked adjacent
   pair, the leftmost one among equal ranks (this decides runs such as ``aaa`` or three
   spaces). For models built by dwstok the pairs are the merges, ranked by creation
   order; for tiktoken rank files every pair whose concatenation is a token merges at
   that token's rank, which is what tiktoken's ``_byte_pair_merge`` does.
 - ``whole``: a hash of token bytes → id for the tokens that a piece equal to them
-  encodes to directly. Under tiktoken's rule that is every token; under plain merge
+  encodes to directly. A slot holds the first 8 bytes of its token and its length,
+  so most lookups (tokens of up to 8 bytes) touch one cache line. Under tiktoken's rule that is every token; under plain merge
   order only the tokens that merging their own bytes reproduces. Most pretokens of
   real text hit this table, so they cost one hash and one compare.
 
@@ -37,14 +37,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import njit
+from ._jit import njit, njit_inline
 from .scanner import scan_range
 
 SMALL = 96  # pieces up to this many bytes use the quadratic merge; longer use the heap
 CACHE_MAX = 1 << 16  # longest piece kept in the per-call cache
-PAIR_CACHE = 1 << 14  # slots of the per-call cache of pair lookups (256 KB)
 NO_RANK = np.int64(1 << 40)
-_U32 = np.uint64(0xFFFFFFFF)
 
 
 class BpeTables(NamedTuple):
@@ -53,19 +51,33 @@ class BpeTables(NamedTuple):
     tok_bytes: np.ndarray  # uint8: every token's bytes, back to back
     tok_off: np.ndarray  # int64 [n_vocab + 1]: token i = tok_bytes[tok_off[i]:tok_off[i+1]]
     byte_ids: np.ndarray  # int32 [256]: id of the one-byte token
-    pairs: np.ndarray  # int64 [size, 2]: key (left << 32) | right (-1 empty), value (rank << 32) | new id
-    byte_pairs: np.ndarray  # int64 [65536]: value of the pair of bytes (b1, b2) at b1 * 256 + b2, or -1
-    whole: np.ndarray  # int32: hash slots of ids emitted whole, -1 = empty
+    pairs: np.ndarray  # int64: ((left << pair_bits | right) << (63 - 2 pair_bits)) | rank; -1 = empty
+    pair_bits: int  # bits of an id in a pair key
+    rank_new: np.ndarray  # int32: the id a merge of each rank makes
+    byte_pairs: np.ndarray  # int64 [65536]: rank of the pair of bytes (b1, b2) at b1 * 256 + b2, or NO_RANK
+    whole: np.ndarray  # int64 [size, 2]: first 8 bytes packed, (length << 32) | id; -1 = empty
 
 
 # ---------------------------------------------------------------------------- hashing
 
 
-@njit
+@njit_inline
+def _pack8(buf, start, end):
+    """The first (up to) 8 bytes of buf[start:end] as one little-endian integer."""
+    v = np.uint64(0)
+    n = min(end - start, 8)
+    for i in range(n):
+        v |= np.uint64(buf[start + i]) << np.uint64(8 * i)
+    return v
+
+
+@njit_inline
 def _hash_bytes(buf, start, end):
-    # FNV-1a with a final avalanche, so the low bits used as the slot are well mixed.
-    h = np.uint64(14695981039346656037)
-    for i in range(start, end):
+    # The packed head and the length, then FNV-1a over any tail, then an avalanche so
+    # the low bits used as the slot are well mixed.
+    h = _pack8(buf, start, end) ^ (np.uint64(end - start) << np.uint64(56))
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    for i in range(start + 8, end):
         h ^= np.uint64(buf[i])
         h *= np.uint64(1099511628211)
     h ^= h >> np.uint64(29)
@@ -80,52 +92,29 @@ def _hash_pair(key):
     return h ^ (h >> np.uint64(31))
 
 
-@njit
-def _pair_value(pairs, left, right):
-    """(rank << 32) | new id of the pair (left, right), or -1."""
-    key = (np.int64(left) << 32) | np.int64(right)
-    size = pairs.shape[0]
+@njit_inline
+def _pair_rank(T, left, right):
+    """Rank of the pair (left, right), or NO_RANK when it does not merge.
+
+    A slot is one int64, ``(left << bits | right) << shift | rank``: half the size of a
+    key/value pair, so a large table (o200k: 450k pairs) stays in cache better; the
+    table is too big for L2 anyway, and these lookups are what merging costs.
+    """
+    bits = T.pair_bits
+    shift = 63 - 2 * bits
+    key = (np.int64(left) << bits) | np.int64(right)
+    size = T.pairs.size
     i = np.int64(_hash_pair(key) & np.uint64(size - 1))
     while True:
-        k = pairs[i, 0]
-        if k == key:
-            return pairs[i, 1]
-        if k == -1:
-            return np.int64(-1)
+        v = T.pairs[i]
+        if v < 0:
+            return NO_RANK
+        if (v >> shift) == key:
+            return v & ((np.int64(1) << shift) - 1)
         i = (i + 1) & (size - 1)
 
 
-@njit
-def _unpack(v):
-    if v < 0:
-        return NO_RANK, np.int32(-1)
-    return v >> 32, np.int32(v & 0xFFFFFFFF)
-
-
-@njit
-def _pair_rank(T, left, right):
-    """(rank, new id) of a pair; rank NO_RANK when the pair does not merge."""
-    return _unpack(_pair_value(T.pairs, left, right))
-
-
-@njit
-def _pair_rank_c(T, pc, left, right):
-    """``_pair_rank`` through ``pc``, a small direct-mapped cache of recent pairs.
-
-    Text repeats the same few thousand pairs; the cache stays in L2 while the full
-    table (megabytes) costs a cache miss per lookup.
-    """
-    key = (np.int64(left) << 32) | np.int64(right)
-    i = np.int64((_hash_pair(key) >> np.uint64(20)) & np.uint64(pc.shape[0] - 1))
-    if pc[i, 0] == key:
-        return _unpack(pc[i, 1])
-    v = _pair_value(T.pairs, left, right)
-    pc[i, 0] = key
-    pc[i, 1] = v
-    return _unpack(v)
-
-
-@njit
+@njit_inline
 def _same_bytes(a, a0, b, b0, n):
     for i in range(n):
         if a[a0 + i] != b[b0 + i]:
@@ -133,66 +122,87 @@ def _same_bytes(a, a0, b, b0, n):
     return True
 
 
-@njit
+@njit_inline
 def _whole_lookup(T, buf, start, end, h):
     """Id of the token spelled by buf[start:end] if it is emitted whole, else -1."""
-    mask = np.uint64(T.whole.size - 1)
-    i = np.int64(h & mask)
+    return _lookup_in(T.whole, T.tok_bytes, T.tok_off, buf, start, end, h)
+
+
+@njit_inline
+def _lookup_in(whole, tok_bytes, tok_off, buf, start, end, h):
+    size = whole.shape[0]
+    i = np.int64(h & np.uint64(size - 1))
     n = end - start
+    head = np.int64(_pack8(buf, start, end))
     while True:
-        t = T.whole[i]
-        if t < 0:
+        meta = whole[i, 1]
+        if meta < 0:
             return -1
-        o = T.tok_off[t]
-        if T.tok_off[t + 1] - o == n and _same_bytes(T.tok_bytes, o, buf, start, n):
-            return t
-        i = (i + 1) & (T.whole.size - 1)
+        if whole[i, 0] == head and (meta >> 32) == n:
+            t = meta & 0xFFFFFFFF
+            if n <= 8:
+                return t
+            o = tok_off[t]
+            if _same_bytes(tok_bytes, o + 8, buf, start + 8, n - 8):
+                return t
+        i = (i + 1) & (size - 1)
 
 
 # ---------------------------------------------------------------------- table building
 
 
 @njit
-def _build_pairs(lefts, rights, ranks, news, size):
-    pairs = np.full((size, 2), -1, np.int64)
+def _build_pairs(lefts, rights, ranks, bits, size):
+    shift = 63 - 2 * bits
+    pairs = np.full(size, -1, np.int64)
     for j in range(lefts.size):
-        key = (np.int64(lefts[j]) << 32) | np.int64(rights[j])
+        key = (np.int64(lefts[j]) << bits) | np.int64(rights[j])
         i = np.int64(_hash_pair(key) & np.uint64(size - 1))
-        while pairs[i, 0] != -1 and pairs[i, 0] != key:
+        while pairs[i] != -1 and (pairs[i] >> shift) != key:
             i = (i + 1) & (size - 1)
-        v = (np.int64(ranks[j]) << 32) | np.int64(news[j])
-        if pairs[i, 0] == -1 or v < pairs[i, 1]:  # a repeated pair keeps its lowest rank
-            pairs[i, 0] = key
-            pairs[i, 1] = v
+        v = (key << shift) | np.int64(ranks[j])
+        if pairs[i] == -1 or v < pairs[i]:  # a repeated pair keeps its lowest rank
+            pairs[i] = v
     return pairs
 
 
 @njit
-def _build_byte_pairs(pairs, byte_ids):
-    out = np.full(65536, -1, np.int64)
+def _build_byte_pairs(T):
+    out = np.full(65536, NO_RANK, np.int64)
     for a in range(256):
         for b in range(256):
-            if byte_ids[a] >= 0 and byte_ids[b] >= 0:
-                out[a * 256 + b] = _pair_value(pairs, byte_ids[a], byte_ids[b])
+            if T.byte_ids[a] >= 0 and T.byte_ids[b] >= 0:
+                out[a * 256 + b] = _pair_rank(T, T.byte_ids[a], T.byte_ids[b])
     return out
+
+
+def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole) -> BpeTables:
+    n_ids = max(int(tok_off.size - 1), 2)
+    bits = int(n_ids - 1).bit_length()
+    max_rank = int(ranks.max()) if ranks.size else 0
+    if 3 * bits > 63 or max_rank >= 1 << (63 - 2 * bits):
+        raise ValueError("vocabulary too large for the pair table (over 2 million ids)")
+    rank_new = np.full(max_rank + 1, -1, np.int32)
+    rank_new[ranks] = news
+    pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(2 * max(len(lefts), 1)))
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, np.zeros(0, np.int64), whole)
+    return t._replace(byte_pairs=_build_byte_pairs(t))
 
 
 @njit
 def _build_whole(tok_bytes, tok_off, ids, size):
-    table = np.full(size, -1, np.int32)
+    table = np.full((size, 2), -1, np.int64)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
-        i = np.int64(_hash_bytes(tok_bytes, a, b) & np.uint64(size - 1))
-        dup = False
-        while table[i] >= 0:
-            u = table[i]
-            if tok_off[u + 1] - tok_off[u] == b - a and _same_bytes(tok_bytes, tok_off[u], tok_bytes, a, b - a):
-                dup = True  # the first id with these bytes wins
-                break
+        h = _hash_bytes(tok_bytes, a, b)
+        if _lookup_in(table, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
+            continue  # the first id with these bytes wins
+        i = np.int64(h & np.uint64(size - 1))
+        while table[i, 1] >= 0:
             i = (i + 1) & (size - 1)
-        if not dup:
-            table[i] = t
+        table[i, 0] = np.int64(_pack8(tok_bytes, a, b))
+        table[i, 1] = ((b - a) << 32) | t
     return table
 
 
@@ -210,15 +220,14 @@ def _split_pairs(tok_bytes, tok_off, ids, whole):
     rights = np.empty(total, np.int32)
     news = np.empty(total, np.int32)
     n = 0
-    mask = np.uint64(whole.size - 1)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
         for c in range(a + 1, b):
-            left = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, a, c, mask)
+            left = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, a, c, _hash_bytes(tok_bytes, a, c))
             if left < 0:
                 continue
-            right = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, c, b, mask)
+            right = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, c, b, _hash_bytes(tok_bytes, c, b))
             if right < 0:
                 continue
             lefts[n] = left
@@ -226,20 +235,6 @@ def _split_pairs(tok_bytes, tok_off, ids, whole):
             news[n] = t
             n += 1
     return lefts[:n], rights[:n], news[:n]
-
-
-@njit
-def _lookup_in(whole, tok_bytes, tok_off, buf, start, end, mask):
-    i = np.int64(_hash_bytes(buf, start, end) & mask)
-    n = end - start
-    while True:
-        t = whole[i]
-        if t < 0:
-            return -1
-        o = tok_off[t]
-        if tok_off[t + 1] - o == n and _same_bytes(tok_bytes, o, buf, start, n):
-            return t
-        i = (i + 1) & (whole.size - 1)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -274,27 +269,22 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
         whole = _build_whole(tok_bytes, tok_off, candidates, wsize)
         lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole)
         rank_arr = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
-        pairs = _build_pairs(lefts, rights, rank_arr, news, _pow2_at_least(2 * max(len(lefts), 1)))
-        return BpeTables(tok_bytes, tok_off, byte_ids, pairs, _build_byte_pairs(pairs, byte_ids), whole)
+        return _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_arr, news, whole)
     if rule != "merges":
         raise ValueError(f"unknown merge rule {rule!r}")
     lefts = np.asarray(lefts, np.int32)
     rights = np.asarray(rights, np.int32)
     news = np.asarray(news, np.int32)
-    pairs = _build_pairs(
-        lefts, rights, np.arange(lefts.size, dtype=np.int64), news, _pow2_at_least(2 * max(len(lefts), 1))
-    )
-    byte_pairs = _build_byte_pairs(pairs, byte_ids)
+    empty_whole = np.full((16, 2), -1, np.int64)
+    t0 = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, np.arange(lefts.size, dtype=np.int64), news, empty_whole)
     # Which tokens may be emitted whole: those that plain merge order rebuilds from
     # their own bytes (under merge order a token can be unreachable from its bytes).
-    empty_whole = np.full(16, -1, np.int32)
-    t0 = BpeTables(tok_bytes, tok_off, byte_ids, pairs, byte_pairs, empty_whole)
     multi = candidates[lens[candidates] > 1]
     ok = _self_encodes(t0, multi)
     keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
     keep.sort()
     whole = _build_whole(tok_bytes, tok_off, keep, wsize)
-    return BpeTables(tok_bytes, tok_off, byte_ids, pairs, byte_pairs, whole)
+    return t0._replace(whole=whole)
 
 
 @njit
@@ -315,8 +305,7 @@ def _self_encodes(T, ids):
 
 @njit
 def _scratch():
-    pc = np.full((PAIR_CACHE, 2), -1, np.int64)
-    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), np.empty(SMALL, np.int32), pc)
+    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64))
 
 
 @njit
@@ -324,14 +313,13 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
     m = e - s
     if m > SMALL:
-        return _merge_heap(buf, s, e, T, S[3], out, n, max_rank)
-    ids, rk, nw, pc = S
+        return _merge_heap(buf, s, e, T, out, n, max_rank)
+    ids, rk = S
     for i in range(m):
         ids[i] = T.byte_ids[buf[s + i]]
     for i in range(m - 1):
-        r, v = _unpack(T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]])
+        r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
         rk[i] = r if r < max_rank else NO_RANK
-        nw[i] = v
     # The same scan as tiktoken's _byte_pair_merge: the first minimum is the leftmost.
     while m > 1:
         best = NO_RANK
@@ -342,27 +330,24 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
                 bi = i
         if bi < 0:
             break
-        ids[bi] = nw[bi]
+        ids[bi] = T.rank_new[best]
         for j in range(bi + 1, m - 1):
             ids[j] = ids[j + 1]
         for j in range(bi + 1, m - 2):
             rk[j] = rk[j + 1]
-            nw[j] = nw[j + 1]
         m -= 1
         if bi > 0:
-            r, v = _pair_rank_c(T, pc, ids[bi - 1], ids[bi])
+            r = _pair_rank(T, ids[bi - 1], ids[bi])
             rk[bi - 1] = r if r < max_rank else NO_RANK
-            nw[bi - 1] = v
         if bi < m - 1:
-            r, v = _pair_rank_c(T, pc, ids[bi], ids[bi + 1])
+            r = _pair_rank(T, ids[bi], ids[bi + 1])
             rk[bi] = r if r < max_rank else NO_RANK
-            nw[bi] = v
     for i in range(m):
         out[n + i] = ids[i]
     return n + m
 
 
-@njit
+@njit_inline
 def _heap_push(heap, size, key):
     i = size
     while i > 0:
@@ -375,7 +360,7 @@ def _heap_push(heap, size, key):
     return size + 1
 
 
-@njit
+@njit_inline
 def _heap_pop(heap, size):
     """Remove heap[0]; return the new size."""
     size -= 1
@@ -397,7 +382,7 @@ def _heap_pop(heap, size):
 
 
 @njit
-def _merge_heap(buf, s, e, T, pc, out, n, max_rank):
+def _merge_heap(buf, s, e, T, out, n, max_rank):
     # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
     # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
     # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
@@ -414,7 +399,7 @@ def _merge_heap(buf, s, e, T, pc, out, n, max_rank):
         prv[i] = i - 1
     nxt[m - 1] = -1
     for i in range(m - 1):
-        r, _ = _unpack(T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]])
+        r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
         if r < max_rank:
             size = _heap_push(heap, size, (r << 32) | i)
     while size > 0:
@@ -427,21 +412,21 @@ def _merge_heap(buf, s, e, T, pc, out, n, max_rank):
         j = nxt[i]
         if j < 0:
             continue
-        r2, v = _pair_rank_c(T, pc, ids[i], ids[j])
-        if r2 != r:
+        if _pair_rank(T, ids[i], ids[j]) != r:
             continue
+        v = T.rank_new[r]
         ids[i] = v
         ids[j] = -1
         k = nxt[j]
         nxt[i] = k
         if k >= 0:
             prv[k] = i
-            r3, _ = _pair_rank_c(T, pc, v, ids[k])
+            r3 = _pair_rank(T, v, ids[k])
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | i)
         p = prv[i]
         if p >= 0:
-            r3, _ = _pair_rank_c(T, pc, ids[p], v)
+            r3 = _pair_rank(T, ids[p], v)
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | p)
     i = 0
@@ -467,7 +452,7 @@ def _new_cache(nbytes):
     return slots, vals, state
 
 
-@njit
+@njit_inline
 def _cache_get(C, buf, s, e, h, out, n):
     slots, vals, state = C
     size = slots.shape[0]
@@ -483,7 +468,7 @@ def _cache_get(C, buf, s, e, h, out, n):
     return -1
 
 
-@njit
+@njit_inline
 def _cache_put(C, buf, s, e, h, out, n0, n1):
     slots, vals, state = C
     size = slots.shape[0]
