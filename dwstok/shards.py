@@ -259,6 +259,19 @@ class ShardReader:
             raise InputError("no token shards given")
         return files
 
+    def close(self) -> None:
+        """Release the memory maps (views handed out earlier must not be used after)."""
+        self._values.clear()
+        for mm in self._maps:
+            mm.close()
+        self._maps.clear()
+
+    def __enter__(self) -> ShardReader:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
     # -- metadata ------------------------------------------------------------------------
     @property
     def model_sha256(self) -> str:

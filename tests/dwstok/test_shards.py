@@ -202,3 +202,11 @@ def test_writer_leaves_nothing_on_error(tmp_path):
             w.write(np.array([40, 41]), np.array([0, 2]))
             raise RuntimeError("boom")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_close_and_context_manager(three_shards):
+    d, docs = three_shards
+    with ShardReader(d) as r:
+        first = r.doc(1).tolist()
+    assert first == docs[1].tolist()
+    assert r._maps == []
