@@ -178,7 +178,13 @@ def _scan_o200k(buf, start, end, table, out, from_right):
             k = p
             last_both = -1
             low = -1
-            while k < end:
+            if p == i:  # the letter at i is decoded already
+                if c == LOWER:
+                    low = j
+                elif c == LETTER:
+                    last_both = j
+                k = j
+            while low < 0 and k < end:
                 e2, k2 = _step(buf, k, end, table)
                 c2 = e2 & CAT_MASK
                 if c2 == LOWER:
@@ -310,15 +316,16 @@ def _scan_cl100k(buf, start, end, table, out):
                     m = k2
         if m < 0:
             nc = -1
+            nj = j
             if j < end:
-                e2, k2 = _step(buf, j, end, table)
+                e2, nj = _step(buf, j, end, table)
                 nc = e2 & CAT_MASK
-            # [^\r\n\p{L}\p{N}]?+\p{L}++
+            # [^\r\n\p{L}\p{N}]?+\p{L}++  (p: where the rest of the letter run starts)
             p = -1
             if c == UPPER or c == LOWER or c == LETTER:
                 p = j
             elif c != CRLF and (nc == UPPER or nc == LOWER or nc == LETTER):
-                p = j
+                p = nj
             if p >= 0:
                 k = p
                 while k < end:
@@ -330,7 +337,7 @@ def _scan_cl100k(buf, start, end, table, out):
                 m = k
             elif c == OTHER or c == MARK or (buf[i] == _SP and (nc == OTHER or nc == MARK)):
                 # ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
-                k = j
+                k = nj if (nc == OTHER or nc == MARK) else j
                 while k < end:
                     e2, k2 = _step(buf, k, end, table)
                     c2 = e2 & CAT_MASK
@@ -391,12 +398,12 @@ def _scan_gpt2(buf, start, end, table, out):
         if m < 0:
             # ' ?\p{L}++ | ?\p{N}++ | ?[^\s\p{L}\p{N}]++': the optional space
             # joins whatever non-space follows it.
-            p = i
+            p = j  # where the rest of the run starts
             if buf[i] == _SP and j < end:
                 e2, k2 = _step(buf, j, end, table)
                 c2 = e2 & CAT_MASK
                 if c2 != SPACE and c2 != CRLF:
-                    p = j
+                    p = k2
                     c = c2
             if c == UPPER or c == LOWER or c == LETTER:
                 c1, c2, c3 = UPPER, LOWER, LETTER
