@@ -57,7 +57,7 @@ import numpy as np
 import regex
 
 from ._jit import njit
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .patterns import resolve
 from .unicode_classes import (
     CAT_MASK,
@@ -534,7 +534,7 @@ class Scanner:
 
     def pieces(self, text: str) -> list[str]:
         if not self.is_native:
-            return self._re.findall(text)
+            return [m.group() for m in self._re.finditer(text)]  # findall, whatever the groups
         data = text.encode("utf-8")
         b = self.bounds(data)
         if len(data) != len(text):
@@ -543,15 +543,28 @@ class Scanner:
         return [text[s:e] for s, e in zip(b[:-1], b[1:])]
 
     def _regex_bounds(self, arr: np.ndarray) -> np.ndarray:
-        text = arr.tobytes().decode("utf-8")
-        out = [0]
+        try:
+            text = arr.tobytes().decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise InputError(f"text is not valid UTF-8 at byte {e.start}") from None
+        ends = []
         pos = 0
-        for piece in self._re.findall(text):
-            pos += len(piece.encode("utf-8"))
-            out.append(pos)
-        if pos != arr.shape[0]:
-            raise ValueError("pattern does not tile the text")
-        return np.asarray(out, dtype=np.int64)
+        for m in self._re.finditer(text):
+            if m.start() != pos:
+                break
+            if m.end() > pos:  # empty matches delimit nothing
+                ends.append(m.end())
+                pos = m.end()
+        if pos != len(text):
+            raise ConfigError(
+                f"pretokenizer pattern {self.pattern!r} does not match the text at character "
+                f"{pos} ({text[pos : pos + 10]!r}); a pattern must match every character"
+            )
+        # code-point offsets -> byte offsets, vectorized over the whole text
+        cps = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+        nbytes = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
+        at = np.concatenate([[0], np.cumsum(nbytes)])
+        return at[np.asarray([0] + ends, dtype=np.int64)]
 
 
 @functools.lru_cache(maxsize=None)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import regex
 
-from dwstok.errors import InputError
+from dwstok.errors import ConfigError, InputError
 from dwstok.patterns import PATTERNS
 from dwstok.scanner import (
     KIND_REGEX,
@@ -308,6 +308,12 @@ def test_other_patterns_fall_back_to_regex():
     assert (s.name, s.is_native, s.kind) == (None, False, KIND_REGEX)
     assert s.pieces("ab, cd") == ["ab", ", ", "cd"]
     assert s.bounds("ab, cé".encode()).tolist() == [0, 2, 4, 7]
+    assert s.bounds("中 😀x".encode()).tolist() == [0, 3, 8, 9]
+    assert get_scanner(r"(\w+)|(\W+)").pieces("ab, cd") == ["ab", ", ", "cd"]  # groups: still pieces
+    with pytest.raises(ConfigError, match="does not match the text at character 2"):
+        get_scanner(r"\w+").bounds(b"ab, cd")
+    with pytest.raises(InputError, match="not valid UTF-8 at byte 1"):
+        s.bounds(b"a\xff")
 
 
 # ---------------------------------------------------------------- the real corpus
