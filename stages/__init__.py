@@ -20,20 +20,27 @@ Conventions every stage follows (DESIGN.md §2):
   it reads>)``) and ``inputs_hash`` (upstream ``Manifest.output_hash`` values, or
   ``corpus_fingerprint`` of the shards). If ``manifest.up_to_date(out_dir, STAGE,
   config_hash, inputs_hash)`` returns a manifest, the stage returns it untouched
-  (``.up_to_date`` is True). Otherwise it calls ``manifest.invalidate(out_dir)`` and runs.
+  (``.up_to_date`` is True). Otherwise it opens ``staging = manifest.Staging(out_dir,
+  STAGE, config_hash)`` and runs, writing into ``staging.dir``
+  (``<out_dir>/.staging-<config hash>/``), never into ``out_dir``; it ends with
+  ``return staging.commit(Manifest(...))``, which renames the new files into place,
+  manifest last. Until then the previous result stays intact and up to date for its
+  own config, so bad input or a crash mid-stage damages nothing written before.
 
 - **Files.** Arrow IPC with zstd (``manifest.write_table``) for data, JSON
   (``manifest.write_json``) for what people read. Everything is written under a temporary
   name and ``os.replace``'d into place (``manifest.atomic_path``). ``_manifest.json`` is
-  written last (``Manifest(...).write(out_dir)``) with the config hash, inputs hash,
-  every output's sha256 and size, counts and timings.
+  written last (by ``staging.commit``) with the config hash, inputs hash, every
+  output's sha256 and size, counts and timings.
 
 - **Map stages** (pretokenize, encode-shards): one shard per input file or group of
   Parquet row groups (``corpus.plan_shards``), output ``part-NNNNN.arrow`` and a marker
-  ``part-NNNNN.json`` written after it (``manifest.mark_shard_done``). A shard whose
-  marker matches its key (config hash + shard input) is not recomputed
-  (``manifest.shard_done``), so a crashed run resumes shard by shard; leftovers of a
-  larger earlier run are removed (``manifest.remove_stale_parts``).
+  ``part-NNNNN.json`` written after it (``manifest.mark_shard_done``), both in the
+  staging folder. A shard whose marker matches its key (config hash + shard input) is
+  not recomputed (``manifest.shard_done``), so a crashed run resumes shard by shard
+  (``Staging(..., reuse_parts=True)`` also reuses matching shards of the committed
+  result); leftovers of a larger earlier run are removed
+  (``manifest.remove_stale_parts(staging.dir, keep=...)``).
 
 - **Determinism.** Output bytes depend only on config and inputs: never on worker count,
   executor, thread scheduling or hash order (sort group-by results; reduce shards in

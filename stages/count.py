@@ -24,8 +24,8 @@ from .executors import Executor
 from .inputs import Inputs
 from .manifest import (
     Manifest,
+    Staging,
     Timer,
-    invalidate,
     read_json,
     read_table,
     up_to_date,
@@ -51,7 +51,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    invalidate(out_dir)
+    staging = Staging(out_dir, STAGE, config_hash)
 
     parts = sorted(n for n in up.outputs if n.startswith("part-") and n.endswith(".arrow"))
     with Timer() as t_stats:
@@ -71,7 +71,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     with Timer() as t_write:
         outputs = {
             "pieces.arrow": write_table(
-                out_dir / "pieces.arrow",
+                staging.dir / "pieces.arrow",
                 wide,
                 metadata={
                     "dwstok.kind": "count-pieces",
@@ -79,7 +79,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
                     "dwstok.languages": ",".join(langs),
                 },
             ),
-            "stats.json": write_json(out_dir / "stats.json", stats),
+            "stats.json": write_json(staging.dir / "stats.json", stats),
         }
     m = Manifest(
         stage=STAGE,
@@ -98,7 +98,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         info={"pattern": config.pattern_string, "languages": langs},
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
     )
-    return m.write(out_dir)
+    return staging.commit(m)
 
 
 def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:

@@ -37,10 +37,10 @@ from .executors import Executor
 from .inputs import Inputs
 from .manifest import (
     Manifest,
+    Staging,
     Timer,
     hash_file,
     hash_obj,
-    invalidate,
     mark_shard_done,
     part_name,
     remove_stale_parts,
@@ -68,8 +68,11 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     """Encode every corpus shard into ``out_dir/part-NNNNN.arrow`` plus ``index.json``."""
     out_dir = Path(out_dir)
     up_dir, up = inputs.upstream(UPSTREAM)
+    model = str((up_dir / MODEL_FILE).resolve())
     with Timer() as t_load:
-        tok = load_model(up_dir / MODEL_FILE, config)
+        # refuses another version/pattern before anything is written; with workers=1
+        # the shards run in this process and reuse this very load
+        tok = _worker_model(model, None, config)
     with Timer() as t_plan:
         shards = plan_shards(inputs.require_corpus(), config.corpus)
     if not shards or all(s.bytes == 0 for s in shards):
@@ -80,15 +83,13 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    invalidate(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)  # old result kept until commit
 
-    model = str((up_dir / MODEL_FILE).resolve())
     tasks = [
         _Task(
             config,
             s,
-            str(out_dir),
+            str(staging.dir),
             model,
             tok.sha256,
             hash_obj({"config": config_hash, "model": tok.sha256, "shard": s.key(), "index": s.index}),
@@ -97,7 +98,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     ]
     with Timer() as t_map:
         results = list(executor.map(_encode_shard, tasks, label=STAGE, total_bytes=total_bytes(shards)))
-    remove_stale_parts(out_dir, keep=len(shards))
+    remove_stale_parts(staging.dir, keep=len(shards))
 
     index = _index(tok, shards, results)
     if index["docs"] == 0:
@@ -106,8 +107,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     for s, r in zip(shards, results):
         outputs.update(r["outputs"])
         marker = part_name(s.index, ".json")
-        outputs[marker] = hash_file(out_dir / marker)
-    outputs[INDEX] = write_json(out_dir / INDEX, index)
+        outputs[marker] = hash_file(staging.dir / marker)
+    outputs[INDEX] = write_json(staging.dir / INDEX, index)
     m = Manifest(
         stage=STAGE,
         config_hash=config_hash,
@@ -135,7 +136,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash},
                 "corpus": [s.key() for s in shards]},
     )
-    return m.write(out_dir)
+    return staging.commit(m)
 
 
 @dataclass(frozen=True)
@@ -152,13 +153,19 @@ class _Task:
         return self.shard.bytes
 
 
-@functools.lru_cache(maxsize=2)
-def _worker_model(path: str, sha256: str, config: Config):
-    # Loaded once per worker process, not once per shard.
-    tok = load_model(path, config)
-    if tok.sha256 != sha256:
+def _worker_model(path: str, sha256: str | None, config: Config):
+    """The model, loaded once per process (not once per shard) and checked against the
+    hash the stage started with."""
+    tok = _load_cached(path, config)
+    if sha256 is not None and tok.sha256 != sha256:
+        _load_cached.cache_clear()
         raise ModelFileError(f"{path} changed while encode-shards was running; run it again")
     return tok
+
+
+@functools.lru_cache(maxsize=1)
+def _load_cached(path: str, config: Config):
+    return load_model(path, config)
 
 
 def _encode_shard(task: _Task) -> dict[str, Any]:

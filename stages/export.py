@@ -319,16 +319,16 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    mf.invalidate(out_dir)
+    staging = mf.Staging(out_dir, STAGE, config_hash)  # old result kept until commit
     with mf.Timer() as t_load:
         # refuses a model of another version or pattern (PatternMismatchError)
         tok = Tokenizer.load(
             up_dir / MODEL_FILE, expect_pattern=config.pattern, expect_version=config.version
         )
     with mf.Timer() as t_write:
-        outputs = export_tokenizer(tok, out_dir)
+        outputs = export_tokenizer(tok, staging.dir)
     with mf.Timer() as t_check:
-        bad = self_check(tok, out_dir)
+        bad = self_check(tok, staging.dir)
     if bad:
         raise ModelFileError(
             f"exported {', '.join(bad)} encode differently from the model; "
@@ -355,4 +355,4 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
     )
-    return m.write(out_dir)
+    return staging.commit(m)

@@ -1,15 +1,18 @@
-"""Atomic artifact writes, stage manifests, up-to-date checks and shard-level resume.
+"""Atomic artifact writes, stage manifests, staged commits and shard-level resume.
 
-Every file is written under a temporary name in its final folder and ``os.replace``'d
-into place, so a crash can never leave a file that looks finished. A stage's
-``_manifest.json`` is written last; a map stage also writes one small marker per shard
-(``part-NNNNN.json``, after ``part-NNNNN.arrow``), which is what resume looks for.
+Every file is written under a temporary name and ``os.replace``'d into place, so a crash
+can never leave a file that looks finished. A stage builds its new result in a staging
+folder next to the old one (``<out_dir>/.staging-<config hash>/``, see ``Staging``) and
+swaps it in with renames once it is complete, ``_manifest.json`` last: until then the
+previous result stays whole and up to date for its own config. A map stage also writes
+one small marker per shard (``part-NNNNN.json``, after ``part-NNNNN.arrow``) in the
+staging folder, which is what resume looks for.
 
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> info = write_json(d / "x.json", {"a": 1})
 >>> info.bytes, (d / "x.json").read_text()
-(9, '{"a": 1}\\n')
+(12, '{\\n "a": 1\\n}\\n')
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -176,32 +180,35 @@ def read_manifest(out_dir: str | Path) -> Manifest | None:
 def up_to_date(out_dir: str | Path, stage: str, config_hash: str, inputs_hash: str) -> Manifest | None:
     """The existing manifest when it matches and every output is still there, else None.
 
-    Outputs are checked by size (cheap); a truncated or deleted file re-runs the stage.
+    A result that was complete but not yet swapped in when a run crashed is swapped in
+    first (``recover``). Outputs are checked by size (cheap); a truncated or deleted
+    file re-runs the stage.
     """
+    recover(out_dir)
     m = read_manifest(out_dir)
     if m is None or m.stage != stage or m.format != FORMAT:
         return None
     if m.config_hash != config_hash or m.inputs_hash != inputs_hash:
         return None
-    for name, info in m.outputs.items():
-        p = Path(out_dir) / name
-        if not p.is_file() or p.stat().st_size != info.bytes:
-            return None
+    if not _outputs_intact(out_dir, m.outputs):
+        return None
     m.up_to_date = True
     return m
 
 
-def invalidate(out_dir: str | Path) -> None:
-    """Remove a stage's manifest before re-running it, so a crash mid-run reads as
-    unfinished rather than as the previous (now stale) result."""
-    with contextlib.suppress(FileNotFoundError):
-        (Path(out_dir) / MANIFEST).unlink()
+def _outputs_intact(out_dir: str | Path, outputs: dict[str, FileInfo]) -> bool:
+    for name, info in outputs.items():
+        p = Path(out_dir) / name
+        if not p.is_file() or p.stat().st_size != info.bytes:
+            return False
+    return True
 
 
 def require(out_dir: str | Path, stage: str) -> Manifest:
     """The manifest of an upstream stage, or an InputError saying which command to run."""
     from dwstok.errors import InputError
 
+    recover(out_dir)
     m = read_manifest(out_dir)
     if m is None or m.stage != stage:
         raise InputError(
@@ -215,6 +222,128 @@ def require(out_dir: str | Path, stage: str) -> Manifest:
                 f"{p} is missing or changed since `dwstok {stage}` wrote it: run it again"
             )
     return m
+
+
+# -- staged commits -------------------------------------------------------------------
+STAGING_PREFIX = ".staging-"
+
+
+class Staging:
+    """Where a stage builds its new result: ``<out_dir>/.staging-<config hash>/``.
+
+    The stage writes every output (and, for map stages, its shard markers) into
+    ``staging.dir``, then ``staging.commit(manifest)``: the manifest is written into the
+    staging folder (the commit point), then the outputs are renamed into ``out_dir``
+    and the manifest last. Before the commit point ``out_dir`` still holds the previous
+    result, untouched and up to date for its own config; after it, ``recover`` (run by
+    ``up_to_date`` and ``require``) finishes an interrupted swap. So a crash or a bad
+    document at any point leaves the old complete result or the new one, never a mix.
+
+    A staging folder survives a failed run: re-running the same config resumes in it
+    shard by shard. ``reuse_parts=True`` (map stages) also hard-links the shard files
+    already in ``out_dir`` into it, so shards whose marker still matches are not
+    recomputed (e.g. after adding one file to the corpus). Hard links are safe here
+    because files are only ever replaced by rename, never rewritten in place.
+
+    >>> import tempfile, pathlib
+    >>> d = pathlib.Path(tempfile.mkdtemp())
+    >>> st = Staging(d, "demo", "c" * 64)
+    >>> info = write_json(st.dir / "x.json", {"a": 1})
+    >>> m = st.commit(Manifest("demo", "c" * 64, "i", outputs={"x.json": info}))
+    >>> sorted(p.name for p in d.iterdir())
+    ['_manifest.json', 'x.json']
+    """
+
+    def __init__(self, out_dir: str | Path, stage: str, config_hash: str, *, reuse_parts: bool = False):
+        self.out_dir = Path(out_dir)
+        self.stage = stage
+        self.dir = self.out_dir / f"{STAGING_PREFIX}{config_hash[:16]}"
+        recover(self.out_dir)
+        # Staging folders of other configs belong to abandoned runs: drop them, so the
+        # disk holds at most the old result and one new one.
+        for p in _staging_dirs(self.out_dir):
+            if p != self.dir:
+                shutil.rmtree(p, ignore_errors=True)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        # A commit point left here by a run that failed during recovery is void now.
+        (self.dir / MANIFEST).unlink(missing_ok=True)
+        if reuse_parts:
+            self._link_parts()
+
+    def _link_parts(self) -> None:
+        by_index: dict[str, list[Path]] = {}
+        for p in self.out_dir.iterdir():
+            if p.is_file() and _is_part(p.name):
+                by_index.setdefault(p.name[:10], []).append(p)
+        have = {p.name[:10] for p in self.dir.iterdir() if _is_part(p.name)}
+        for index, files in by_index.items():
+            if index in have:  # this run's own files of that shard win
+                continue
+            for p in files:
+                try:
+                    os.link(p, self.dir / p.name)
+                except OSError:  # no hard links here: the shard is just recomputed
+                    break
+
+    def commit(self, m: Manifest) -> Manifest:
+        """Write ``m`` (the commit point), swap the new result in, return ``m``."""
+        m.write(self.dir)
+        _swap(self.out_dir, self.dir)
+        m.out_dir = self.out_dir
+        return m
+
+
+def _is_part(name: str) -> bool:
+    return name.startswith("part-") and name[5:10].isdigit()
+
+
+def _staging_dirs(out_dir: Path) -> list[Path]:
+    if not out_dir.is_dir():
+        return []
+    return sorted(p for p in out_dir.iterdir() if p.name.startswith(STAGING_PREFIX) and p.is_dir())
+
+
+def recover(out_dir: str | Path) -> None:
+    """Finish swapping in a staged result that reached its commit point before a crash."""
+    for d in _staging_dirs(Path(out_dir)):
+        if (d / MANIFEST).is_file():
+            _swap(Path(out_dir), d)
+
+
+def _swap(out_dir: Path, staging: Path) -> None:
+    """Move a committed staging folder's outputs into ``out_dir``, manifest last.
+
+    Idempotent, so ``recover`` can redo it after a crash at any step: an output already
+    moved is recognised by its size.
+    """
+    new = read_manifest(staging)
+    if new is None:  # unreadable commit point: the staged run never finished
+        (staging / MANIFEST).unlink(missing_ok=True)
+        return
+    # 1. The old manifest goes first: from here on out_dir reads as unfinished (and
+    #    recover() completes it), never as the old result with some new files in it.
+    old = read_manifest(out_dir)
+    (out_dir / MANIFEST).unlink(missing_ok=True)
+    # 2. Old outputs the new result does not have, shard leftovers, crashed writers' temps.
+    stale = set(old.outputs) if old is not None else set()
+    for p in out_dir.iterdir():
+        if p.is_file() and (_is_part(p.name) or (p.name.startswith(".") and ".tmp-" in p.name)):
+            stale.add(p.name)
+    for name in stale - set(new.outputs):
+        (out_dir / name).unlink(missing_ok=True)
+    # 3. The new outputs, by rename (same file system: the staging folder is inside).
+    for name, info in sorted(new.outputs.items()):
+        src, dst = staging / name, out_dir / name
+        if src.is_file():
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src, dst)
+        elif not (dst.is_file() and dst.stat().st_size == info.bytes):
+            # Neither staged nor already moved: the staged result is gone; void it.
+            (staging / MANIFEST).unlink(missing_ok=True)
+            return
+    # 4. The manifest last; then the staging folder is only leftovers.
+    os.replace(staging / MANIFEST, out_dir / MANIFEST)
+    shutil.rmtree(staging, ignore_errors=True)
 
 
 def _hash_obj(obj: Any) -> str:

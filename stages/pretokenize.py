@@ -32,10 +32,10 @@ from .executors import Executor
 from .inputs import Inputs
 from .manifest import (
     Manifest,
+    Staging,
     Timer,
     hash_file,
     hash_obj,
-    invalidate,
     mark_shard_done,
     part_name,
     remove_stale_parts,
@@ -51,7 +51,10 @@ COMPACT_ROWS = 4_000_000
 
 
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
-    """Pretokenize every corpus shard into ``out_dir/part-NNNNN.arrow``."""
+    """Pretokenize every corpus shard into ``out_dir/part-NNNNN.arrow``.
+
+    The previous result in ``out_dir`` stays intact until the new one is complete.
+    """
     out_dir = Path(out_dir)
     with Timer() as t_plan:
         shards = plan_shards(inputs.require_corpus(), config.corpus)
@@ -62,18 +65,18 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    invalidate(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Built next to the previous result, swapped in only once complete.
+    staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
 
     tasks = [
-        _Task(config, s, str(out_dir), hash_obj({"config": config_hash, "shard": s.key(), "index": s.index}))
+        _Task(config, s, str(staging.dir), hash_obj({"config": config_hash, "shard": s.key(), "index": s.index}))
         for s in shards
     ]
     with Timer() as t_map:
         results = list(
             executor.map(_pretokenize_shard, tasks, label=STAGE, total_bytes=total_bytes(shards))
         )
-    remove_stale_parts(out_dir, keep=len(shards))
+    remove_stale_parts(staging.dir, keep=len(shards))
 
     totals = _sum_stats([r["stats"] for r in results])
     if totals["docs"] == 0:
@@ -84,7 +87,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         outputs.update(r["outputs"])
         # The marker is an output too: count reads the shard's stats from it.
         marker = part_name(s.index, ".json")
-        outputs[marker] = hash_file(out_dir / marker)
+        outputs[marker] = hash_file(staging.dir / marker)
     counts = {
         "shards": len(shards),
         "resumed_shards": sum(r["resumed"] for r in results),
@@ -106,7 +109,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         info={"pattern": config.pattern_string, "pattern_name": config.pattern, "version": config.version},
         inputs={"corpus": [s.key() for s in shards]},
     )
-    return m.write(out_dir)
+    return staging.commit(m)
 
 
 def _check_not_empty(shards: list[Shard]) -> None:

@@ -20,7 +20,7 @@ from .config import Config
 from .count import read_pieces
 from .executors import Executor
 from .inputs import Inputs
-from .manifest import Manifest, Timer, atomic_path, hash_file, invalidate, read_json, up_to_date
+from .manifest import Manifest, Staging, Timer, atomic_path, hash_file, read_json, up_to_date
 
 STAGE = "train"
 UPSTREAM = "count"
@@ -38,7 +38,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    invalidate(out_dir)
+    staging = Staging(out_dir, STAGE, config_hash)
 
     from dwstok.train import build_tokenizer, han_forced_merges, lang_weights
     from dwstok.trainer import learn_merges
@@ -102,10 +102,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             version=config.version,
             metadata=metadata,
         )
-        out_dir.mkdir(parents=True, exist_ok=True)
-        with atomic_path(out_dir / MODEL) as tmp:
+        with atomic_path(staging.dir / MODEL) as tmp:
             tok.save(tmp)
-        info = hash_file(out_dir / MODEL)
+        info = hash_file(staging.dir / MODEL)
 
     m = Manifest(
         stage=STAGE,
@@ -130,7 +129,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
     )
-    return m.write(out_dir)
+    return staging.commit(m)
 
 
 def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
