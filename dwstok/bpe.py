@@ -40,7 +40,8 @@ import numpy as np
 from ._jit import njit, njit_inline
 from .scanner import scan_range
 
-SMALL = 96  # pieces up to this many bytes use the quadratic merge; longer use the heap
+SMALL = 20  # pieces up to this many bytes use the quadratic merge; longer use the heap
+HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 CACHE_MAX = 1 << 16  # longest piece kept in the per-call cache
 NO_RANK = np.int64(1 << 40)
 
@@ -305,16 +306,21 @@ def _self_encodes(T, ids):
 
 @njit
 def _scratch():
-    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64))
+    h = HEAP_SCRATCH
+    heap = (np.empty(h, np.int32), np.empty(h, np.int64), np.empty(h, np.int64), np.empty(3 * h, np.int64))
+    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), heap)
 
 
-@njit
+@njit_inline
 def _merge(buf, s, e, T, S, out, n, max_rank):
     """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
     m = e - s
     if m > SMALL:
-        return _merge_heap(buf, s, e, T, out, n, max_rank)
-    ids, rk = S
+        if m <= HEAP_SCRATCH:
+            return _merge_heap(buf, s, e, T, S[2], out, n, max_rank)
+        h = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64))
+        return _merge_heap(buf, s, e, T, h, out, n, max_rank)
+    ids, rk, _ = S
     for i in range(m):
         ids[i] = T.byte_ids[buf[s + i]]
     for i in range(m - 1):
@@ -382,16 +388,13 @@ def _heap_pop(heap, size):
 
 
 @njit
-def _merge_heap(buf, s, e, T, out, n, max_rank):
+def _merge_heap(buf, s, e, T, H, out, n, max_rank):
     # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
     # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
     # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
     # checked against the live pair when popped instead of being removed.
     m = e - s
-    ids = np.empty(m, np.int32)
-    nxt = np.empty(m, np.int64)
-    prv = np.empty(m, np.int64)
-    heap = np.empty(3 * m, np.int64)
+    ids, nxt, prv, heap = H
     size = 0
     for i in range(m):
         ids[i] = T.byte_ids[buf[s + i]]
@@ -495,7 +498,7 @@ def _cache_put(C, buf, s, e, h, out, n0, n1):
 # ------------------------------------------------------------------------------ encoding
 
 
-@njit
+@njit_inline
 def _encode_piece(buf, s, e, T, C, S, out, n):
     if e - s == 1:
         out[n] = T.byte_ids[buf[s]]
