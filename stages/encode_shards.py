@@ -156,7 +156,8 @@ class _Task:
 def _worker_model(path: str, sha256: str | None, config: Config):
     """The model, loaded once per process (not once per shard) and checked against the
     hash the stage started with."""
-    tok = _load_cached(path, config)
+    st = Path(path).stat()  # part of the cache key: a retrained model is reloaded
+    tok = _load_cached(path, st.st_mtime_ns, st.st_size, config)
     if sha256 is not None and tok.sha256 != sha256:
         _load_cached.cache_clear()
         raise ModelFileError(f"{path} changed while encode-shards was running; run it again")
@@ -164,7 +165,7 @@ def _worker_model(path: str, sha256: str | None, config: Config):
 
 
 @functools.lru_cache(maxsize=1)
-def _load_cached(path: str, config: Config):
+def _load_cached(path: str, mtime_ns: int, size: int, config: Config):
     return load_model(path, config)
 
 

@@ -162,3 +162,16 @@ def test_whole_corpus_round_trip(tmp_path, tok, corpus_dir, split):
     assert i == len(r) == m.counts["docs"]
     index = json.loads((tmp_path / "encode-shards" / "index.json").read_text())
     assert index["tokens"] == r.n_tokens
+
+
+def test_retrained_model_in_the_same_process_is_reloaded(work, tok, corpus_dir):
+    files, texts, _ = corpus_files(work / "corpus")
+    run(work, [str(work / "corpus")])
+    other = dwslm_model(corpus_merges(str(corpus_dir / "dev.parquet"), "o200k-rdigits", 700),
+                        pattern="o200k-rdigits", version="32.3")
+    write_train_stage(work / "train", other)  # same path, new file
+    m = run(work, [str(work / "corpus")])
+    assert not m.up_to_date and m.info["model_sha256"] == other.sha256
+    r = ShardReader(work / "encode-shards")
+    assert r.model_sha256 == other.sha256
+    assert [r.doc(i).tolist() for i in range(len(r))] == [other.encode(t) for t in texts]
