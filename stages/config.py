@@ -79,6 +79,9 @@ class CorpusConfig:
     # Consecutive Parquet row groups are grouped into one shard until the group holds
     # at least this many (uncompressed) bytes; JSONL/txt files are one shard each.
     shard_bytes: int = 4_000_000
+    # Uncompressed JSONL/txt files above this size are split into shards of about this
+    # many bytes (cut between records), for parallelism and progress on one big file.
+    split_bytes: int = 64 << 20
     paths: tuple[str, ...] = ()
 
 
@@ -288,6 +291,7 @@ def _corpus(r: _Reader, where: str) -> CorpusConfig:
         default_lang=r.get("default_lang", str, "und"),
         on_invalid=r.get("on_invalid", str, "error"),
         shard_bytes=r.get("shard_bytes", int, 4_000_000),
+        split_bytes=r.get("split_bytes", int, 64 << 20),
         paths=tuple(r.get("paths", list, [])),
     )
     r.done()
@@ -298,6 +302,8 @@ def _corpus(r: _Reader, where: str) -> CorpusConfig:
         )
     if c.shard_bytes <= 0:
         raise ConfigError(f"key 'corpus.shard_bytes'{where} must be positive")
+    if c.split_bytes <= 0:
+        raise ConfigError(f"key 'corpus.split_bytes'{where} must be positive")
     for i, p in enumerate(c.paths):
         if not isinstance(p, str):
             raise ConfigError(f"key 'corpus.paths[{i}]'{where} must be a string")

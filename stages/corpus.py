@@ -5,6 +5,13 @@ JSONL.gz and plain text (one file = one document), or folders of them (searched
 recursively, in sorted order). Reading is streamed: Parquet by row group and record
 batch, JSONL in chunks of whole lines, so memory stays bounded whatever the corpus size.
 
+An uncompressed JSONL or txt file above ``corpus.split_bytes`` becomes several shards,
+one per nominal byte range ``[start, end)``. The plan needs no reading: a shard owns
+the records that *begin* in its range (JSONL: a line begins at 0 or after a newline;
+txt: at 0 or after a newline followed by an ASCII letter, the same cut the chunked
+reader has always used, where no pretoken of the built-in patterns spans). So every
+record belongs to exactly one shard, whatever the worker count.
+
 >>> shards = plan_shards(["corpus.parquet"], CorpusConfig())      # doctest: +SKIP
 >>> for batch in read_batches(shards[0], CorpusConfig()):        # doctest: +SKIP
 ...     batch.text, batch.lang                                    # large_string, string
@@ -16,7 +23,9 @@ document) or ``replace`` (U+FFFD), with ``Batch.skipped`` / ``Batch.replaced`` c
 
 from __future__ import annotations
 
+import functools
 import io
+import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,8 +61,11 @@ class Shard:
     row_groups: tuple[int, ...] | None = None
     bytes: int = 0  # (estimated) text bytes, for progress and ETA
     fingerprint: dict[str, Any] = field(default_factory=dict, compare=False)
+    byte_range: tuple[int, int] | None = None  # nominal [start, end) of a split file
 
     def describe(self) -> str:
+        if self.byte_range is not None:
+            return f"{self.path} (bytes {self.byte_range[0]}-{self.byte_range[1]})"
         if self.row_groups is None:
             return self.path
         a, b = self.row_groups[0], self.row_groups[-1]
@@ -66,6 +78,7 @@ class Shard:
             "kind": self.kind,
             "compression": self.compression,
             "row_groups": list(self.row_groups) if self.row_groups is not None else None,
+            "byte_range": list(self.byte_range) if self.byte_range is not None else None,
         }
 
 
@@ -122,7 +135,12 @@ def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
         kind, comp = kind_of(f)
         fp = file_fingerprint(f)
         if kind != "parquet":
-            shards.append(Shard(len(shards), str(f), kind, comp, None, fp["bytes"], fp))
+            size = fp["bytes"]
+            if comp is None and size > cfg.split_bytes:
+                for a, b in split_ranges(size, cfg.split_bytes):
+                    shards.append(Shard(len(shards), str(f), kind, None, None, b - a, fp, (a, b)))
+            else:
+                shards.append(Shard(len(shards), str(f), kind, comp, None, size, fp))
             continue
         pf = _parquet_file(f)
         md = pf.metadata
@@ -147,6 +165,64 @@ def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
         if group:
             shards.append(Shard(len(shards), str(f), kind, None, tuple(group), size, fp))
     return shards
+
+
+def split_ranges(size: int, split_bytes: int) -> list[tuple[int, int]]:
+    """``size`` bytes as n near-equal nominal ranges of at most ~``split_bytes``.
+
+    >>> split_ranges(10, 4)
+    [(0, 3), (3, 6), (6, 10)]
+    """
+    n = -(-size // split_bytes)
+    cuts = [size * i // n for i in range(n + 1)]
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+_TXT_CUT = None
+
+
+def _txt_cut_re():
+    global _TXT_CUT
+    if _TXT_CUT is None:
+        import re
+
+        # A newline followed by an ASCII letter: no built-in pattern's pretoken spans it.
+        _TXT_CUT = re.compile(rb"\n(?=[A-Za-z])")
+    return _TXT_CUT
+
+
+def record_start(f, pos: int, size: int, kind: str) -> int:
+    """The first position >= ``pos`` where a record may begin in an open binary file:
+    0, just after a newline (JSONL), just after a newline followed by an ASCII letter
+    (txt), or ``size``. Reads forward from ``pos - 1`` only as far as it must."""
+    if pos <= 0:
+        return 0
+    if pos >= size:
+        return size
+    f.seek(pos - 1)
+    at = pos - 1
+    block = 1 << 16
+    carry = b""
+    while True:
+        data = f.read(block)
+        if not data:
+            return size
+        buf = carry + data
+        if kind == "jsonl":
+            k = buf.find(b"\n")
+            if k >= 0:
+                return at + k + 1
+        else:
+            m = _txt_cut_re().search(buf)
+            if m is not None:
+                return at + m.end()
+            # keep the last byte: a newline there needs the next block's first byte
+            carry = buf[-1:]
+            at += len(buf) - 1
+            block = min(block * 2, CHUNK_BYTES)
+            continue
+        at += len(buf)
+        block = min(block * 2, CHUNK_BYTES)
 
 
 # -- reading -------------------------------------------------------------------------
@@ -229,11 +305,19 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes]]:
     what = {"zstd": "zstd", "gzip": "gzip"}.get(shard.compression or "", "")
     pos = 0
     carry = b""
+    limit = None  # bytes left to read in a split file's shard
     try:
         with raw:
+            if shard.byte_range is not None:
+                size = os.fstat(raw.fileno()).st_size
+                pos = record_start(raw, shard.byte_range[0], size, shard.kind)
+                limit = record_start(raw, shard.byte_range[1], size, shard.kind) - pos
+                raw.seek(pos)
             while True:
                 try:
-                    block = stream.read(CHUNK_BYTES)
+                    block = stream.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit))
+                    if limit is not None:
+                        limit -= len(block)
                 except (OSError, EOFError, zlib.error, ValueError) as e:
                     if what:
                         raise InputError(
@@ -289,13 +373,18 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
     schema = pa.schema([(cfg.text_field, pa.large_string()), (cfg.lang_field, pa.string())])
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     doc = 0
+    start = None
     for pos, chunk in _chunks(shard, lambda b: b.rfind(b"\n") + 1):
+        if start is None:
+            start = pos
+            # Documents before this shard's first byte: counted only for an error message.
+            doc_base = functools.partial(_docs_before, shard.path, start)
         skipped = replaced = 0
         try:
             chunk.decode("utf-8")
         except UnicodeDecodeError as e:
             if cfg.on_invalid == "error":
-                line = doc + chunk.count(b"\n", 0, e.start) + 1
+                line = doc_base() + doc + chunk.count(b"\n", 0, e.start) + 1
                 raise InputError(
                     f"{shard.path}: invalid UTF-8 at byte offset {pos + e.start} (line ~{line}); "
                     "fix the file or pass --on-invalid skip|replace"
@@ -329,7 +418,7 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
             ) from None
         text = table.column(0).combine_chunks() if table.num_rows else pa.array([], pa.large_string())
         lang = table.column(1).combine_chunks() if table.num_rows else pa.array([], pa.string())
-        b = _finish(shard, cfg, text, lang, first_doc=doc)
+        b = _finish(shard, cfg, text, lang, first_doc=doc, doc_base=doc_base)
         b.skipped += skipped
         b.replaced += replaced
         doc += table.num_rows
@@ -366,9 +455,24 @@ def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
         )
 
 
-def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int) -> Batch:
+def _docs_before(path: str, start: int) -> int:
+    """Non-blank lines (JSONL documents) in the first ``start`` bytes of ``path``."""
+    if start <= 0:
+        return 0
+    n = 0
+    with open(path, "rb") as f:
+        for line in f:
+            n += bool(line.strip())
+            start -= len(line)
+            if start <= 0:
+                break
+    return n
+
+
+def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int, doc_base=None) -> Batch:
     """Normalise a batch: text → large_string without nulls (UTF-8 checked), lang →
-    string with the default language filled in."""
+    string with the default language filled in. ``doc_base()``, when given, is the
+    number of documents before the shard (a split file's later shards)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -377,6 +481,7 @@ def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int) -> B
         text = text.combine_chunks()
     if text.null_count:
         i = pc.index(pc.is_null(text), True).as_py()
+        first_doc += doc_base() if doc_base is not None else 0
         raise InputError(
             f"{shard.path}: document {first_doc + i} has no {cfg.text_field!r} field; "
             "every document needs text (or set corpus.text_field)"

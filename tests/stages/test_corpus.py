@@ -129,3 +129,75 @@ def test_invalid_utf8_in_binary_parquet_column(tmp_path):
     assert "invalid UTF-8 in document 1 at byte offset 1" in err([tmp_path / "c.parquet"])
     assert read_all([tmp_path / "c.parquet"], CorpusConfig(on_invalid="replace"))[0] == ["ok", "x\ufffdy"]
     assert read_all([tmp_path / "c.parquet"], CorpusConfig(on_invalid="skip"))[0] == ["ok"]
+
+
+# -- splitting big uncompressed JSONL / txt files by byte range ---------------------------
+def read_split(path, split_bytes, **kw):
+    cfg = CorpusConfig(split_bytes=split_bytes, **kw)
+    shards = plan_shards([path], cfg)
+    per_shard = [[t for b in read_batches(s, cfg) for t in b.text.to_pylist()] for s in shards]
+    return shards, per_shard
+
+
+def test_jsonl_split_at_any_size_reads_every_document_once_in_order(tmp_path):
+    rows = docs(4)
+    p = write_jsonl(tmp_path / "c.jsonl", rows)
+    # blank lines, CRLF and a last line without a newline are all record edges too
+    data = p.read_bytes().replace(b"}\n", b"}\r\n", 3) + b"\n\n" + b'{"text": "last"}'
+    p.write_bytes(data)
+    want = [t for t, _ in rows] + ["last"]
+    for split in [1, 2, 3, 17, 64, 100, 255, 256, 1000, len(data) - 1, len(data)]:
+        shards, per_shard = read_split(p, split)
+        assert len(shards) == -(-len(data) // split)
+        assert [t for s in per_shard for t in s] == want, split
+        assert [s.index for s in shards] == list(range(len(shards)))
+        if len(shards) > 1:
+            assert shards[0].byte_range[0] == 0 and shards[-1].byte_range[1] == len(data)
+        assert sum(s.bytes for s in shards) == len(data)
+
+
+def test_split_shards_are_byte_ranges_in_the_plan(tmp_path):
+    p = write_jsonl(tmp_path / "c.jsonl", docs(2))
+    n = p.stat().st_size
+    shards = plan_shards([p], CorpusConfig(split_bytes=n // 3 + 1))
+    assert [s.byte_range for s in shards] == [(0, n // 3), (n // 3, 2 * n // 3), (2 * n // 3, n)]
+    assert shards[1].describe() == f"{p} (bytes {n // 3}-{2 * n // 3})"
+    assert shards[0].key()["byte_range"] == [0, n // 3]
+    # at or under the size, and compressed files, stay whole
+    assert plan_shards([p], CorpusConfig(split_bytes=n))[0].byte_range is None
+    z = write_jsonl(tmp_path / "c.jsonl.zst", docs(2), compression="zstd")
+    assert len(plan_shards([z], CorpusConfig(split_bytes=1))) == 1
+
+
+def test_txt_split_cuts_only_before_an_ascii_letter(tmp_path):
+    text = "Hello\nworld 中文\n日本\n\n  indented\n123\nTail\r\nend" * 20
+    p = tmp_path / "t.txt"
+    p.write_text(text, encoding="utf-8")
+    for split in [1, 5, 40, 333]:
+        _, per_shard = read_split(p, split)
+        pieces = [t for s in per_shard for t in s]
+        assert "".join(pieces) == text
+        for a, b in zip(pieces, pieces[1:]):  # every cut: after "\n", before [A-Za-z]
+            assert a.endswith("\n") and b[:1].isascii() and b[:1].isalpha(), (a[-5:], b[:5])
+
+
+def test_errors_in_a_later_shard_name_absolute_offsets(tmp_path):
+    good = b'{"text": "fine", "lang": "en"}\n'
+    bad = b'{"text": "bad \xff byte", "lang": "en"}\n'
+    p = tmp_path / "c.jsonl"
+    p.write_bytes(good * 10 + bad + good * 5)
+    with pytest.raises(InputError) as e:
+        read_split(p, 64)
+    assert str(e.value) == (
+        f"{p}: invalid UTF-8 at byte offset {10 * len(good) + 14} (line ~11); "
+        "fix the file or pass --on-invalid skip|replace"
+    )
+    _, per_shard = read_split(p, 64, on_invalid="skip")
+    assert sum(map(len, per_shard)) == 15
+    p.write_bytes(good * 10 + b'{"body": "x"}\n' + good)
+    with pytest.raises(InputError, match=r"document 10 has no 'text' field"):
+        read_split(p, 50)
+    t = tmp_path / "t.txt"
+    t.write_bytes(b"abc\n" * 30 + b"x\xffy\n" + b"abc\n" * 5)
+    with pytest.raises(InputError, match=r"invalid UTF-8 at byte offset 121;"):
+        read_split(t, 16)
