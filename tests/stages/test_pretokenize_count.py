@@ -154,3 +154,41 @@ def test_failed_run_leaves_earlier_stage_outputs_intact(tmp_path, small_parquet)
 def test_count_without_pretokenize_says_what_to_run(tmp_path):
     with pytest.raises(InputError, match=r"run `dwstok pretokenize` first"):
         count.run(config(), Inputs(workdir=tmp_path), tmp_path / "count", LocalExecutor(1))
+
+
+def split_corpus(tmp_path):
+    a = write_jsonl(tmp_path / "a.jsonl", docs(6))
+    b = tmp_path / "b.txt"
+    b.write_text("Plain text, line one.\n中文的句子\nSecond   line 1234567\n\n  indented\nend\n" * 12, encoding="utf-8")
+    return [a, b]
+
+
+def test_split_files_count_like_whole_files(tmp_path):
+    corpus = split_corpus(tmp_path)
+    whole, split = tmp_path / "whole", tmp_path / "split"
+    m1, _ = run_both(config(), corpus, whole)
+    s1, _ = run_both(config(corpus={"split_bytes": 300}), corpus, split)
+    assert m1.counts["shards"] == 2 and s1.counts["shards"] > 10
+    # Same pieces with the same counts: the cuts never split a pretoken.
+    assert (whole / "count" / "pieces.arrow").read_bytes() == (split / "count" / "pieces.arrow").read_bytes()
+    jsonl_docs = len(docs(6))
+    assert m1.counts["docs"] == jsonl_docs + 1 and s1.counts["docs"] > jsonl_docs + 1
+
+
+def test_split_files_same_bytes_for_one_and_two_workers(tmp_path):
+    from stages import encode_shards, train
+
+    corpus = split_corpus(tmp_path)
+    cfg = config(corpus={"split_bytes": 400})
+    outs = []
+    for workers in (1, 2):
+        work = tmp_path / f"w{workers}"
+        inp = Inputs(corpus=corpus, workdir=work)
+        with LocalExecutor(workers) as ex:
+            for mod in (pretokenize, count, train, encode_shards):
+                mod.run(cfg, inp, work / mod.STAGE, ex)
+        outs.append(work)
+    for stage in ("pretokenize", "count", "train", "encode-shards"):
+        ma, mb = read_manifest(outs[0] / stage), read_manifest(outs[1] / stage)
+        assert ma.outputs == mb.outputs, stage
+    assert read_manifest(outs[0] / "encode-shards").counts["shards"] > 8
