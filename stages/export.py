@@ -319,12 +319,12 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if done:
         executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
-    staging = mf.Staging(out_dir, STAGE, config_hash)  # old result kept until commit
     with mf.Timer() as t_load:
         # refuses a model of another version or pattern (PatternMismatchError)
         tok = Tokenizer.load(
             up_dir / MODEL_FILE, expect_pattern=config.pattern, expect_version=config.version
         )
+    staging = mf.Staging(out_dir, STAGE, config_hash)  # old result kept until commit
     with mf.Timer() as t_write:
         outputs = export_tokenizer(tok, staging.dir)
     with mf.Timer() as t_check:
