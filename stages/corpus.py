@@ -90,6 +90,7 @@ class Batch:
     lang: Any
     skipped: int = 0
     replaced: int = 0
+    consumed: int = 0  # input bytes read for it, in the units of Shard.bytes (progress)
 
 
 def kind_of(path: str | Path) -> tuple[str, str | None] | None:
@@ -270,7 +271,9 @@ def _read_parquet(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
         for rb in batches:
             text = rb.column(0)
             lang = rb.column(1) if len(cols) == 2 else None
-            yield _finish(shard, cfg, text, lang, first_doc=row)
+            b = _finish(shard, cfg, text, lang, first_doc=row)
+            b.consumed = text.nbytes
+            yield b
             row += rb.num_rows
     except (pa.ArrowException, OSError) as e:
         raise InputError(f"cannot read Parquet file {shard.describe()}: {e}") from None
@@ -291,9 +294,10 @@ def _open_stream(shard: Shard):
     return f, f
 
 
-def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes]]:
-    """(offset, bytes) chunks of the (decompressed) file, each ending where ``cut``
-    says (after a newline), the last one at end of file."""
+def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
+    """(offset, bytes, consumed) chunks of the (decompressed) file, each ending where
+    ``cut`` says (after a newline), the last one at end of file; ``consumed`` is how far
+    the file on disk was read since the previous chunk (compressed bytes for .zst/.gz)."""
     import zlib
 
     try:
@@ -313,6 +317,7 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes]]:
                 pos = record_start(raw, shard.byte_range[0], size, shard.kind)
                 limit = record_start(raw, shard.byte_range[1], size, shard.kind) - pos
                 raw.seek(pos)
+            last = raw.tell()
             while True:
                 try:
                     block = stream.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit))
@@ -334,14 +339,16 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes]]:
                     raise
                 if not block:
                     if carry:
-                        yield pos, carry
+                        yield pos, carry, raw.tell() - last
                     return
                 buf = carry + block
                 k = cut(buf)
                 if k <= 0:
                     carry = buf
                     continue
-                yield pos, buf[:k]
+                now = raw.tell()
+                yield pos, buf[:k], now - last
+                last = now
                 pos += k
                 carry = buf[k:]
     finally:
@@ -374,7 +381,7 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
     parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     doc = 0
     start = None
-    for pos, chunk in _chunks(shard, lambda b: b.rfind(b"\n") + 1):
+    for pos, chunk, consumed in _chunks(shard, lambda b: b.rfind(b"\n") + 1):
         if start is None:
             start = pos
             # Documents before this shard's first byte: counted only for an error message.
@@ -404,7 +411,7 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
             chunk = b"\n".join(good)
         if not chunk.strip():
             if skipped:
-                yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped, replaced)
+                yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped, replaced, consumed)
             continue
         try:
             table = pj.read_json(
@@ -421,6 +428,7 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
         b = _finish(shard, cfg, text, lang, first_doc=doc, doc_base=doc_base)
         b.skipped += skipped
         b.replaced += replaced
+        b.consumed = consumed
         doc += table.num_rows
         yield b
 
@@ -442,16 +450,17 @@ def _txt_cut(buf: bytes) -> int:
 def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
     import pyarrow as pa
 
-    for pos, chunk in _chunks(shard, _txt_cut):
+    for pos, chunk, consumed in _chunks(shard, _txt_cut):
         data = _decode_check(shard, cfg, pos, chunk, "")
         if data is None:
-            yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped=1)
+            yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped=1, consumed=consumed)
             continue
         text = pa.array([data.decode("utf-8")], pa.large_string())
         yield Batch(
             text,
             pa.array([cfg.default_lang], pa.string()),
             replaced=int(data is not chunk),
+            consumed=consumed,
         )
 
 

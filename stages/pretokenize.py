@@ -26,6 +26,7 @@ from dwstok._jit import njit
 from dwstok.errors import InputError
 from dwstok.scanner import get_scanner, scan_range
 
+from . import shard_progress
 from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
@@ -68,11 +69,17 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     # Built next to the previous result, swapped in only once complete.
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
 
-    tasks = [
-        _Task(config, s, str(staging.dir), hash_obj({"config": config_hash, "shard": s.key(), "index": s.index}))
-        for s in shards
-    ]
-    with Timer() as t_map:
+    with Timer() as t_map, shard_progress.channel(executor, len(shards)) as reporter:
+        tasks = [
+            _Task(
+                config,
+                s,
+                str(staging.dir),
+                hash_obj({"config": config_hash, "shard": s.key(), "index": s.index}),
+                reporter,
+            )
+            for s in shards
+        ]
         results = list(
             executor.map(_pretokenize_shard, tasks, label=STAGE, total_bytes=total_bytes(shards))
         )
@@ -127,6 +134,7 @@ class _Task:
     shard: Shard
     out_dir: str
     key: str
+    progress: Any = None  # a shard_progress.Reporter, or None
 
     @property
     def bytes(self) -> int:
@@ -143,8 +151,10 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
     cfg = task.config
     scanner = get_scanner(cfg.pattern)
     acc = _ShardCounts()
+    shown = shard_progress.meter(task.progress, limit=task.shard.bytes)
     for batch in read_batches(task.shard, cfg.corpus):
         acc.add(batch, scanner)
+        shown.add(bytes=batch.consumed, docs=len(batch.text))
     table = acc.table()
     stats = acc.stats(table)
     name = part_name(task.shard.index)
@@ -159,8 +169,12 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
         },
     )
     mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
-    # Progress counts the planned input size, so the bar ends at 100%.
-    return _result({name: info}, stats, resumed=False) | {"bytes": task.shard.bytes}
+    # Progress counts the planned input size, so the bar ends at 100%; what the batches
+    # already showed is not counted twice.
+    return _result({name: info}, stats, resumed=False) | {
+        "bytes": task.shard.bytes - shown.bytes,
+        "docs": stats["docs"] - shown.docs,
+    }
 
 
 def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
