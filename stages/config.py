@@ -77,7 +77,7 @@ class CorpusConfig:
     default_lang: str = "und"
     on_invalid: str = "error"
     # Consecutive Parquet row groups are grouped into one shard until the group holds
-    # at least this many (uncompressed) bytes; JSONL/txt files are one shard each.
+    # at least this many (uncompressed) bytes.
     shard_bytes: int = 4_000_000
     # Uncompressed JSONL/txt files above this size are split into shards of about this
     # many bytes (cut between records), for parallelism and progress on one big file.

@@ -208,7 +208,8 @@ def require(out_dir: str | Path, stage: str) -> Manifest:
     """The manifest of an upstream stage, or an InputError saying which command to run."""
     from dwstok.errors import InputError
 
-    recover(out_dir)
+    with contextlib.suppress(OSError):  # a read-only workdir: read what is there
+        recover(out_dir)
     m = read_manifest(out_dir)
     if m is None or m.stage != stage:
         raise InputError(

@@ -57,6 +57,8 @@ def test_versions_hash_differently_and_sections_are_separate():
         ({"version": "1", "pattern": "o200k", "balance": {"alpha": 2}}, "key 'balance.alpha' must be in [0, 1]"),
         ({"version": "1", "pattern": "o200k", "han": 3}, "key 'han' must be a mapping or 'off'"),
         ({"version": "1", "pattern": "o200k", "corpus": {"on_invalid": "x"}}, "key 'corpus.on_invalid' must be one of"),
+        ({"version": "1", "pattern": "o200k", "corpus": {"split_bytes": 0}}, "key 'corpus.split_bytes' must be positive"),
+        ({"version": "1", "pattern": "o200k", "corpus": {"split_bytes": "64MB"}}, "key 'corpus.split_bytes' must be an integer"),
         ({"pattern": "o200k"}, "missing key 'version'"),
         ({"version": "1", "pattern": "o200k", "vocab_size": 100}, "vocab_size"),
         ({"version": "1", "pattern": "(unclosed"}, "pattern"),
