@@ -41,6 +41,12 @@ Conventions every stage follows (DESIGN.md §2):
   (``Staging(..., reuse_parts=True)`` also reuses matching shards of the committed
   result); leftovers of a larger earlier run are removed
   (``manifest.remove_stale_parts(staging.dir, keep=...)``).
+  Uncompressed JSONL/txt files above ``corpus.split_bytes`` are planned as several
+  byte-range shards (``corpus.plan_shards``). For progress inside a shard, run the map
+  inside ``with shard_progress.channel(executor, n) as rep``, put ``rep`` in each task
+  and meter each batch (``shard_progress.meter(rep, limit=shard.bytes).add(bytes=
+  batch.consumed, docs=...)``), returning only the unreported remainder as the
+  result's ``bytes``/``docs`` (see ``stages/pretokenize.py``).
 
 - **Determinism.** Output bytes depend only on config and inputs: never on worker count,
   executor, thread scheduling or hash order (sort group-by results; reduce shards in
