@@ -232,3 +232,22 @@ def test_every_corpus_document(tmp_path, tiktoken_cache, corpus_dir, split, patt
         assert ld.auto(texts, add_special_tokens=False)["input_ids"] == want
         n += len(texts)
     assert n == pf.metadata.num_rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("version,pattern", [("32.2", "o200k"), ("32.3", "o200k-rdigits")])
+def test_full_size_recipe_every_dev_document(tmp_path, tiktoken_cache, corpus_dir, version, pattern):
+    """The real recipe (32,768 ids, α = 0.7, forced Han merges) trained by dwstok.train_bpe
+    on dev: every dev document gives the same ids in all four encoders."""
+    from dwstok import train_bpe
+
+    tok = train_bpe(str(corpus_dir / "dev.parquet"), 32768, special_tokens=SPECIALS,
+                    pattern=pattern, alpha=0.7, han_coverage=0.9, version=version)
+    assert tok.n_vocab == 32768 and tok.special_tokens["<bos>"] == 1
+    export.export_tokenizer(tok, tmp_path)
+    ld = Loaded(tok, tmp_path)
+    texts = pq.read_table(corpus_dir / "dev.parquet", columns=["text"]).column("text").to_pylist()
+    want = tok.encode_batch(texts)
+    assert [e.ids for e in ld.hf.encode_batch(texts, add_special_tokens=False)] == want
+    assert ld.tt.encode_ordinary_batch(texts) == want
+    assert ld.auto(texts, add_special_tokens=False)["input_ids"] == want
