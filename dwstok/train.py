@@ -387,55 +387,74 @@ def _binary(data: np.ndarray, offsets: np.ndarray):
 
 
 def count_pieces(
-    source, *, pattern: str = "o200k", special_tokens: Sequence[str] = (), lang=None, with_lang: bool = False
+    source,
+    *,
+    pattern: str = "o200k",
+    special_tokens: Sequence[str] = (),
+    lang=None,
+    with_lang: bool = False,
+    threads: int = 2,
 ):
-    """Unique pieces with their counts: a pyarrow table (piece, [lang,] count)."""
+    """Unique pieces with their counts: a pyarrow table (piece, [lang,] count).
+
+    Batches of about 32 MB of text are pretokenized and grouped on ``threads`` threads
+    (the scanner and Arrow's group-by release the GIL); counts are exact sums, so the
+    result does not depend on the thread count.
+    """
     import pyarrow as pa
+    from concurrent.futures import ThreadPoolExecutor
 
     scanner = get_scanner(pattern)
     special_re = None
     if special_tokens:
         alts = sorted({s.encode("utf-8") for s in special_tokens}, key=len, reverse=True)
         special_re = re.compile(b"|".join(re.escape(s) for s in alts))
+    keys = ["piece"] + (["lang"] if with_lang else [])
+
+    def count_batch(texts, langs):
+        data, offsets, doc_idx = _pieces_of_batch(texts, langs, scanner, special_re)
+        cols = {"piece": _binary(data, offsets)}
+        if with_lang:
+            names = np.asarray(langs, dtype=object)[doc_idx] if len(doc_idx) else []
+            cols["lang"] = pa.array(names, pa.string())
+        return pa.table(cols).group_by(keys).aggregate([([], "count_all")]).rename_columns(keys + ["count"])
+
     partial = []
+    in_flight = []
     pending: list[str] = []
     pending_lang: list[str] = []
     size = 0
-
-    def flush():
-        nonlocal pending, pending_lang, size
-        if not pending:
-            return
-        data, offsets, doc_idx = _pieces_of_batch(pending, pending_lang if with_lang else None, scanner, special_re)
-        cols = {"piece": _binary(data, offsets)}
-        keys = ["piece"]
-        if with_lang:
-            cols["lang"] = pa.array(np.asarray(pending_lang, dtype=object)[doc_idx] if len(doc_idx) else [], pa.string())
-            keys.append("lang")
-        t = pa.table(cols).group_by(keys).aggregate([([], "count_all")]).rename_columns(keys + ["count"])
-        partial.append(t)
-        pending, pending_lang, size = [], [], 0
-
-    for texts, langs in _documents(source, lang, with_lang):
-        if with_lang and langs is None:
-            raise ConfigError("language balancing (alpha != 1) needs a language per document: pass lang= or use a 'lang' column")
-        for i, t in enumerate(texts):
-            if not isinstance(t, str):
-                raise InputError(f"document text must be str, got {type(t).__name__}")
-            pending.append(t)
+    with ThreadPoolExecutor(max(1, int(threads))) as pool:
+        for texts, langs in _documents(source, lang, with_lang):
+            if with_lang and langs is None:
+                raise ConfigError(
+                    "language balancing (alpha != 1) needs a language per document: "
+                    "pass lang= or use a 'lang' column"
+                )
+            for t in texts:
+                if not isinstance(t, str):
+                    raise InputError(f"document text must be str, got {type(t).__name__}")
+                size += len(t)
+            pending.extend(texts)
             if with_lang:
-                pending_lang.append(langs[i])
-            size += len(t)
-        if size >= _CHUNK_BYTES:
-            flush()
-    flush()
-    keys = ["piece"] + (["lang"] if with_lang else [])
+                pending_lang.extend(langs)
+            if size >= _CHUNK_BYTES:
+                in_flight.append(pool.submit(count_batch, pending, pending_lang if with_lang else None))
+                pending, pending_lang, size = [], [], 0
+                while len(in_flight) > max(1, int(threads)):
+                    partial.append(in_flight.pop(0).result())
+        if pending:
+            in_flight.append(pool.submit(count_batch, pending, pending_lang if with_lang else None))
+        partial.extend(f.result() for f in in_flight)
     if not partial:
         schema = [("piece", pa.large_binary())] + ([("lang", pa.string())] if with_lang else []) + [("count", pa.int64())]
         return pa.table({n: pa.array([], t) for n, t in schema})
     table = pa.concat_tables(partial)
     if len(partial) > 1:
         table = table.group_by(keys).aggregate([("count", "sum")]).rename_columns(keys + ["count"])
+    del partial
+    # Arrow's allocator keeps freed batches for reuse; hand them back before training.
+    pa.default_memory_pool().release_unused()
     return table
 
 

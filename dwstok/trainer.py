@@ -4,8 +4,14 @@ Pieces come in Arrow's binary layout: piece ``i`` is ``data[offsets[i]:offsets[i
 seen ``weights[i]`` times (any non-negative int64: a count, or a count scaled by a
 language weight). Pair counts are built once, then updated locally at each merge:
 
-- every pair keeps a list of the pieces it occurs in (stale entries are skipped when
-  the piece is rescanned), so a merge touches only the pieces that contain it;
+- every byte of every piece is a slot in one table, linked to its neighbours in the
+  piece; a merge rewrites the left slot of each site and unlinks the right one, so
+  its cost is the number of sites, however long the pieces (a piece of 8 KB that
+  takes part in thousands of merges is never rescanned);
+- every pair keeps the slots where it starts. All of a pair's occurrences appear in
+  one step (the first count, or the merge that made its newer token), so that list
+  is one segment of a pool, written once; entries that went stale are recognised
+  by their tokens and skipped, and the pool is compacted instead of grown when full;
 - a max-heap holds one entry per pair. Only pairs that contain the newest token can
   gain count, and they are new, so every other pair's entry is an upper bound of its
   true count: a popped entry whose count is out of date is pushed back with the

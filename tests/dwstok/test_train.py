@@ -262,3 +262,16 @@ def test_build_tokenizer_layout():
     assert tok.encode("abc") == [259]
     with pytest.raises(ConfigError):
         build_tokenizer(merges, special_tokens=["<pad>", "<pad>"])
+
+
+def test_counts_do_not_depend_on_batches_or_threads(monkeypatch):
+    import dwstok.train as train_mod
+
+    texts = TEXTS * 5
+    langs = LANGS * 5
+    want = count_pieces(texts, lang=langs, with_lang=True, threads=1).sort_by([("piece", "ascending"), ("lang", "ascending")])
+    monkeypatch.setattr(train_mod, "_CHUNK_BYTES", 50)
+    for threads in (1, 2):
+        got = count_pieces(texts, lang=langs, with_lang=True, threads=threads)
+        assert got.sort_by([("piece", "ascending"), ("lang", "ascending")]).equals(want)
+    assert train_bpe(texts, 256 + 50).merges == train_mod.train_bpe(texts, 256 + 50).merges
