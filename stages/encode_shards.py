@@ -31,6 +31,7 @@ import numpy as np
 from dwstok.errors import InputError, ModelFileError
 from dwstok.shards import FORMAT, ShardWriter, shard_dtype
 
+from . import shard_progress
 from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
@@ -85,18 +86,19 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         return done
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)  # old result kept until commit
 
-    tasks = [
-        _Task(
-            config,
-            s,
-            str(staging.dir),
-            model,
-            tok.sha256,
-            hash_obj({"config": config_hash, "model": tok.sha256, "shard": s.key(), "index": s.index}),
-        )
-        for s in shards
-    ]
-    with Timer() as t_map:
+    with Timer() as t_map, shard_progress.channel(executor, len(shards)) as reporter:
+        tasks = [
+            _Task(
+                config,
+                s,
+                str(staging.dir),
+                model,
+                tok.sha256,
+                hash_obj({"config": config_hash, "model": tok.sha256, "shard": s.key(), "index": s.index}),
+                reporter,
+            )
+            for s in shards
+        ]
         results = list(executor.map(_encode_shard, tasks, label=STAGE, total_bytes=total_bytes(shards)))
     remove_stale_parts(staging.dir, keep=len(shards))
 
@@ -147,6 +149,7 @@ class _Task:
     model: str
     model_sha256: str
     key: str
+    progress: Any = None  # a shard_progress.Reporter, or None
 
     @property
     def bytes(self) -> int:
@@ -182,6 +185,7 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
     name = part_name(task.shard.index)
     by_lang: dict[str, Counter] = {}
     skipped = replaced = 0
+    shown = shard_progress.meter(task.progress, limit=task.shard.bytes)
     with ShardWriter(
         out_dir / name,
         model_sha256=tok.sha256,
@@ -196,6 +200,7 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
             replaced += batch.replaced
             n = len(batch.text)
             if n == 0:
+                shown.add(bytes=batch.consumed)
                 continue
             data, offsets = _utf8_buffers(batch.text)
             # One thread per worker: --workers is the parallelism (see module docstring).
@@ -212,6 +217,7 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
                 c["docs"] += int(docs[j])
                 c["bytes"] += int(nbytes[j])
                 c["tokens"] += int(ntok[j])
+            shown.add(bytes=batch.consumed, docs=n)
     info = hash_file(out_dir / name)
     stats = {
         "docs": sum(c["docs"] for c in by_lang.values()),
@@ -223,7 +229,11 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
         "source": task.shard.describe(),
     }
     mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
-    return _result({name: info}, stats, resumed=False) | {"bytes": task.shard.bytes}
+    # The bar ends at the planned size; what the batches showed is not counted twice.
+    return _result({name: info}, stats, resumed=False) | {
+        "bytes": task.shard.bytes - shown.bytes,
+        "docs": stats["docs"] - shown.docs,
+    }
 
 
 def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
