@@ -1,24 +1,31 @@
 """Numba BPE kernels: pretokens in, token ids out.
 
+A piece is merged by always applying the lowest-ranked adjacent pair, the leftmost one
+among equal ranks (this decides runs such as ``aaa`` or three spaces). For models built
+by dwstok the pairs are the merges, ranked by creation order; for tiktoken rank files
+every pair whose concatenation is a token merges at that token's rank, which is what
+tiktoken's ``_byte_pair_merge`` does.
+
 A model becomes a :class:`BpeTables` of flat arrays:
 
-- ``pairs``: an open-addressing hash of ``(left id, right id)`` → rank, packed in one
-  int64 a slot, and ``rank_new``: rank → the id it makes; ``byte_pairs``: the same
-  for pairs of single bytes as a dense 256×256 array, for the first round. A piece is merged by always applying the lowest-ranked adjacent
-  pair, the leftmost one among equal ranks (this decides runs such as ``aaa`` or three
-  spaces). For models built by dwstok the pairs are the merges, ranked by creation
-  order; for tiktoken rank files every pair whose concatenation is a token merges at
-  that token's rank, which is what tiktoken's ``_byte_pair_merge`` does.
+- ``pairs``: an open-addressing hash of ``(left id, right id)`` → rank, one int64 a
+  slot, and ``rank_new``: rank → the id it makes; ``byte_pairs``: the ranks of pairs of
+  single bytes as a dense 256×256 array, for the first round.
 - ``whole``: a hash of token bytes → id for the tokens that a piece equal to them
-  encodes to directly. A slot holds the first 8 bytes of its token and its length,
-  so most lookups (tokens of up to 8 bytes) touch one cache line. Under tiktoken's rule that is every token; under plain merge
-  order only the tokens that merging their own bytes reproduces. Most pretokens of
-  real text hit this table, so they cost one hash and one compare.
+  encodes to directly: under tiktoken's rule every token, under plain merge order only
+  the tokens that merging their own bytes reproduces. Most pretokens of real text hit
+  this table. A slot holds the first 8 bytes of its token and its length, so a lookup
+  of a token of up to 8 bytes touches one cache line.
 
-Pieces that miss both tables are merged: up to ``SMALL`` bytes by the quadratic scan
-tiktoken uses (fastest for short pieces), longer ones with a heap over a linked list,
-O(n log n), so a 10 MB piece with no boundaries (a million spaces) is no trap. Results
-of merged pieces go into a per-call cache, so a repeated word costs one lookup.
+Pieces that miss are merged: up to ``SMALL`` bytes by the quadratic scan tiktoken uses
+(fastest for short pieces), longer ones with a heap over a linked list, O(n log n), so
+a 10 MB piece with no boundaries (a million spaces) is no trap. Merged pieces go into a
+per-call cache, so a repeated word costs one lookup.
+
+Where the time goes (o200k, dev corpus, one core): the big tables do not fit in cache,
+so lookups are memory-bound; and every call of a helper that takes arrays costs atomic
+reference-count updates, which is why the per-piece loop (``_encode_span``) is written
+out flat while ``_encode_piece`` keeps the same steps readable.
 
 >>> import numpy as np
 >>> t = build_tables(

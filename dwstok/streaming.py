@@ -13,7 +13,7 @@ also whatever a partial special name at the end could still turn into.
 >>> text = "Hello world, it's 1234"
 >>> cut = safe_cut(text, get_scanner("o200k"), None, 0)
 >>> text[:cut], text[cut:]
-('Hello world', ", it's 1234")
+('Hello world,', " it's 1234")
 """
 
 from __future__ import annotations
