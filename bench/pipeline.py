@@ -40,8 +40,11 @@ STAGES = ("pretokenize", "count", "train", "export", "encode-shards")
 # -- measuring a child process tree ------------------------------------------------------
 def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     """Run ``cmd``; wall seconds, peak RSS of the process tree (sum) and of one process."""
+    import resource
+
     import psutil
 
+    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     peak_tree = peak_one = 0
@@ -75,10 +78,12 @@ def run_measured(cmd: list[str], *, env: dict | None = None) -> dict:
     stop.set()
     th.join()
     seconds = time.perf_counter() - t0
+    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     if proc.returncode != 0:
         raise SystemExit(f"command failed ({proc.returncode}): {' '.join(cmd)}\n{err[-3000:]}")
-    return {"seconds": seconds, "peak_rss_tree": peak_tree, "peak_rss_one": peak_one,
-            "stdout": out, "stderr": err}
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_tree": peak_tree,
+            "peak_rss_one": peak_one, "stdout": out, "stderr": err}
 
 
 def dwstok_cmd() -> list[str]:
@@ -95,7 +100,7 @@ def run_stage(stage: str, config: str, corpus: str, workdir: Path, workers: int)
     summary = json.loads(r["stdout"])
     if isinstance(summary, list):
         summary = summary[0]
-    return {"stage": stage, "workers": workers, "seconds": r["seconds"],
+    return {"stage": stage, "workers": workers, "seconds": r["seconds"], "cpu_seconds": r["cpu_seconds"],
             "peak_rss_tree": r["peak_rss_tree"], "peak_rss_one": r["peak_rss_one"],
             "status": summary["status"], "output_hash": summary["output_hash"],
             "counts": summary["counts"], "timings": summary["timings"]}
@@ -134,22 +139,29 @@ _PEER = textwrap.dedent(
         def run(t):
             ids, offs = tok.encode_batch_flat(t, split_special_tokens=True)
             return len(ids) // 4
+    import resource
     run(warm_texts)
+    r0 = resource.getrusage(resource.RUSAGE_SELF)
     t0 = time.perf_counter()
     n = run(texts)
     dt = time.perf_counter() - t0
-    print(json.dumps({{"seconds": dt, "tokens": n, "bytes": sum(len(t.encode()) for t in texts)}}))
+    r1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime
+    print(json.dumps({{"seconds": dt, "cpu_seconds": cpu, "tokens": n,
+                      "bytes": sum(len(t.encode()) for t in texts)}}))
     """
 )
 
 
 def run_peer(kind: str, export_dir: Path, corpus: str, warm: str, threads: int) -> dict:
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    # fastokens: rayon's variable and its own BPE thread count
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads))
     cmd = [sys.executable, "-c", _PEER.format(root=str(ROOT)), kind, str(export_dir), corpus,
            warm, str(threads)]
     r = run_measured(cmd, env=env)
     d = json.loads(r["stdout"].strip().splitlines()[-1])
     d["peak_rss_one"] = r["peak_rss_one"]
+    d["process_cpu_seconds"] = r["cpu_seconds"]  # whole process, loading included
     return d
 
 
@@ -230,11 +242,11 @@ def main(argv=None) -> int:
                   f"peak RSS {mb(r['peak_rss_tree'])} MB", flush=True)
     results["stages"] = stage_rows
     print("\n## Stages\n")
-    print("| stage | workers | wall s | peak RSS tree MB | peak RSS one process MB |")
-    print("| --- | --- | --- | --- | --- |")
+    print("| stage | workers | wall s | CPU s | peak RSS tree MB | peak RSS one process MB |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for r in stage_rows:
-        print(f"| {r['stage']} | {r['workers']} | {r['seconds']:.1f} | {mb(r['peak_rss_tree'])} "
-              f"| {mb(r['peak_rss_one'])} |")
+        print(f"| {r['stage']} | {r['workers']} | {r['seconds']:.1f} | {r['cpu_seconds']:.1f} "
+              f"| {mb(r['peak_rss_tree'])} | {mb(r['peak_rss_one'])} |")
     same = {}
     for stage in STAGES:
         hashes = {r["output_hash"] for r in stage_rows if r["stage"] == stage}
@@ -247,8 +259,8 @@ def main(argv=None) -> int:
     export_dir = work / f"w{args.workers[0]}" / "export"
     print("\n## encode-shards throughput\n")
     print(f"(median of {args.repeat} runs, each a first pass in a fresh process)\n")
-    print("| encoder | threads | seconds | tokens | MB/s | Mtokens/s | Mtokens/s/core | vs tiktoken |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| encoder | threads | seconds | CPU s | tokens | MB/s | Mtokens/s | Mtokens/s/core | vs tiktoken |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     tp = []
     for r in enc_rows:
         n = r["workers"]
@@ -258,14 +270,18 @@ def main(argv=None) -> int:
             runs = [run_peer(k, export_dir, corpus, args.dev, n) for _ in range(args.repeat)]
             peers[k] = dict(sorted(runs, key=lambda x: x["seconds"])[len(runs) // 2])
             peers[k]["all_seconds"] = [round(x["seconds"], 2) for x in runs]
-        rows = [("dwstok encode-shards (wall, incl. Parquet + shards)", r["seconds"], tokens, nbytes),
-                ("dwstok encode-shards (map only)", r["timings"].get("map_s") or r["seconds"], tokens, nbytes)]
-        rows += [(k, p["seconds"], p["tokens"], p["bytes"]) for k, p in peers.items()]
+        rows = [("dwstok encode-shards (process wall, incl. start, Parquet, shards)", r["seconds"],
+                 r["cpu_seconds"], tokens, nbytes),
+                ("dwstok encode-shards (map only)", r["timings"].get("map_s") or r["seconds"],
+                 None, tokens, nbytes)]
+        rows += [(k, p["seconds"], p["cpu_seconds"], p["tokens"], p["bytes"]) for k, p in peers.items()]
         tt = peers["tiktoken"]["bytes"] / peers["tiktoken"]["seconds"]
-        for name, sec, ntok, nb in rows:
-            print(f"| {name} | {n} | {sec:.2f} | {ntok:,} | {nb / sec / 1e6:.1f} | "
+        for name, sec, cpu, ntok, nb in rows:
+            cpu_s = f"{cpu:.2f}" if cpu is not None else "–"
+            print(f"| {name} | {n} | {sec:.2f} | {cpu_s} | {ntok:,} | {nb / sec / 1e6:.1f} | "
                   f"{ntok / sec / 1e6:.2f} | {ntok / sec / 1e6 / n:.2f} | {nb / sec / tt:.2f}x |")
-            tp.append({"encoder": name, "threads": n, "seconds": sec, "tokens": ntok, "bytes": nb})
+            tp.append({"encoder": name, "threads": n, "seconds": sec, "cpu_seconds": cpu,
+                       "tokens": ntok, "bytes": nb})
         for k, p in peers.items():
             if p["tokens"] != tokens:
                 print(f"  note: {k} produced {p['tokens']:,} tokens, dwstok {tokens:,}")
