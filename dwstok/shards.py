@@ -355,14 +355,16 @@ class ShardReader:
         rank: int = 0,
         world_size: int = 1,
         drop_last: bool = True,
+        shuffle: bool = True,
     ) -> Iterator[np.ndarray]:
         """Shuffled ``(batch_size, seq_len + 1)`` arrays of ids for next-token training.
 
         All documents are concatenated (each framed by ``bos_id`` before and/or
         ``eos_id`` after, if given) and cut into windows of ``seq_len + 1`` ids at a
         stride of ``seq_len``, so inputs ``b[:, :-1]`` and targets ``b[:, 1:]`` cover
-        every token once. Window order is a permutation drawn from ``(seed, epoch)``;
-        data-parallel rank ``r`` of ``world_size`` takes windows ``r, r + world_size, …``.
+        every token once. Window order is a permutation drawn from ``(seed, epoch)``
+        (corpus order with ``shuffle=False``, e.g. for evaluation); data-parallel rank
+        ``r`` of ``world_size`` takes windows ``r, r + world_size, …`` of that order.
 
         ``stochastok`` (a :class:`dwstok.stochastok.StochasTok`) splits tokens of each
         window with a seed derived from ``(seed, epoch, window)``, then keeps the first
@@ -379,7 +381,7 @@ class ShardReader:
         np.cumsum(framed, out=doc_stream_start[1:])
         n_win = self.n_windows(seq_len, bos_id=bos_id, eos_id=eos_id)
         rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(epoch), 0x5EED])
-        order = rng.permutation(n_win)[rank::world_size]
+        order = (rng.permutation(n_win) if shuffle else np.arange(n_win))[rank::world_size]
         width = seq_len + 1
         col = np.arange(width, dtype=np.int64)
         for b0 in range(0, len(order), batch_size):

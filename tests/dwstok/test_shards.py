@@ -210,3 +210,11 @@ def test_close_and_context_manager(three_shards):
         first = r.doc(1).tolist()
     assert first == docs[1].tolist()
     assert r._maps == []
+
+
+def test_unshuffled_batches_follow_corpus_order(three_shards):
+    d, docs = three_shards
+    r = ShardReader(d)
+    got = [row.tolist() for b in r.batches(11, 5, seed=0, eos_id=2, shuffle=False,
+                                           drop_last=False) for row in b]
+    assert got == reference_windows(docs, 11, None, 2)
