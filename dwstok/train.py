@@ -455,7 +455,18 @@ def count_pieces(
     del partial
     # Arrow's allocator keeps freed batches for reuse; hand them back before training.
     pa.default_memory_pool().release_unused()
+    _trim_heap()
     return table
+
+
+def _trim_heap() -> None:
+    """Return glibc's freed memory (the batches' strings) to the OS before training."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 def _buffers(col) -> tuple[np.ndarray, np.ndarray]:
