@@ -175,3 +175,25 @@ def test_retrained_model_in_the_same_process_is_reloaded(work, tok, corpus_dir):
     r = ShardReader(work / "encode-shards")
     assert r.model_sha256 == other.sha256
     assert [r.doc(i).tolist() for i in range(len(r))] == [other.encode(t) for t in texts]
+
+
+def test_invalid_utf8_error_skip_replace_and_old_result_kept(work, tok):
+    good = [("first document", "en"), ("second 2026", "de")]
+    path = work / "bad.jsonl"
+    write_jsonl(path, good)
+    run(work, [str(path)])
+    before = {p.name: p.read_bytes() for p in (work / "encode-shards").iterdir() if p.is_file()}
+    lines = path.read_bytes().splitlines()
+    path.write_bytes(lines[0] + b"\n" + b'{"text": "bad \xff byte", "lang": "en"}\n' + lines[1] + b"\n")
+    with pytest.raises(InputError, match="invalid UTF-8"):
+        run(work, [str(path)])
+    after = {p.name: p.read_bytes() for p in (work / "encode-shards").iterdir() if p.is_file()}
+    assert after == before  # the failed run damaged nothing
+    m = run(work, [str(path)], corpus={"on_invalid": "skip"})
+    assert m.counts["skipped_docs"] == 1 and m.counts["docs"] == 2
+    r = ShardReader(work / "encode-shards")
+    assert [tok.decode(r.doc(i).tolist()) for i in range(len(r))] == [t for t, _ in good]
+    m = run(work, [str(path)], corpus={"on_invalid": "replace"})
+    assert m.counts["replaced_docs"] == 1 and m.counts["docs"] == 3
+    r = ShardReader(work / "encode-shards")
+    assert tok.decode(r.doc(1).tolist()) == "bad \ufffd byte"
