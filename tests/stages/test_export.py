@@ -41,7 +41,7 @@ class Loaded:
     def __init__(self, tok, d):
         from transformers import AutoTokenizer
 
-        self.tok = tok
+        self.tok, self.dir = tok, d
         self.hf = export.load_hf(d)
         self.auto = AutoTokenizer.from_pretrained(str(d))
         self.tt = export.load_tiktoken(d)
@@ -103,6 +103,11 @@ def test_files_and_structure(tmp_path, model_32_3):
 
 
 def test_loaders_see_specials_but_never_match_them(loaded):
+    from tokenizers import Tokenizer as HFTokenizer
+
+    # documented limitation: a bare from_file matches specials until told not to
+    raw = HFTokenizer.from_file(str(loaded.dir / "tokenizer.json"))
+    assert raw.encode("<bos>").ids == [1]
     assert loaded.hf.token_to_id("<bos>") == 1
     assert loaded.hf.get_vocab_size() == loaded.tok.n_vocab
     assert loaded.auto.bos_token_id == 1 and loaded.auto.eos_token_id == 2
