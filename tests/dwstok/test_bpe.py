@@ -151,3 +151,26 @@ def test_split_token_gives_the_creating_merge():
     for i in range(256, len(tokens)):
         parts = bpe.split_token(t, i, i)
         assert b"".join(tokens[p] for p in parts) == tokens[i]
+
+
+def test_flat_span_kernel_equals_readable_piece_steps():
+    # _encode_span is _encode_piece written out flat; both must give the same ids.
+    from dwstok._jit import njit
+
+    @njit
+    def by_pieces(buf, bounds, T, out):
+        C = bpe._new_cache(buf.size)
+        S = bpe._scratch(buf.size)
+        n = 0
+        for k in range(bounds.size - 1):
+            n = bpe._encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+        return n
+
+    tokens, t = ranks_tables(11, 60)
+    rng = random.Random(5)
+    text = "".join(rng.choice(["ab", " c", "abba", "  ", "c" * 30, "a b c"]) for _ in range(400)).encode()
+    buf = np.frombuffer(text, np.uint8)
+    bounds = np.array(sorted({0, len(text), *rng.sample(range(len(text)), 300)}), np.int64)
+    out = np.empty(len(text), np.uint32)
+    n = by_pieces(buf, bounds, t, out)
+    assert out[:n].tolist() == bpe.encode_bounds(buf, bounds, t).tolist()
