@@ -460,24 +460,31 @@ def _merge_heap(buf, s, e, T, H, out, n, max_rank):
 
 @njit
 def _new_cache(nbytes):
+    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call)."""
     size = 64
     while size < nbytes // 8 and size < (1 << 18):
         size *= 2
-    # slots: hash, key start in buf (-1 empty), key length, value start, value length
+    # slots: hash, key start in `keys` (-1 empty), key length, value start, value length
     slots = np.full((size, 5), -1, np.int64)
     vals = np.empty(4 * size, np.int32)
-    state = np.zeros(2, np.int64)  # used slots, used vals
-    return slots, vals, state
+    keys = np.empty(16 * size, np.uint8)
+    state = np.zeros(3, np.int64)  # used slots, used vals, used key bytes
+    return slots, vals, state, keys
+
+
+def new_cache(nbytes: int = 1 << 20):
+    """A piece cache to keep across calls (one per thread: kernels write to it)."""
+    return _new_cache(nbytes)
 
 
 @njit_inline
 def _cache_get(C, buf, s, e, h, out, n):
-    slots, vals, state = C
+    slots, vals, state, keys = C
     size = slots.shape[0]
     i = np.int64(h & np.uint64(size - 1))
     hs = np.int64(h)
     while slots[i, 1] >= 0:
-        if slots[i, 0] == hs and slots[i, 2] == e - s and _same_bytes(buf, slots[i, 1], buf, s, e - s):
+        if slots[i, 0] == hs and slots[i, 2] == e - s and _same_bytes(keys, slots[i, 1], buf, s, e - s):
             v0, vn = slots[i, 3], slots[i, 4]
             for j in range(vn):
                 out[n + j] = vals[v0 + j]
@@ -488,26 +495,30 @@ def _cache_get(C, buf, s, e, h, out, n):
 
 @njit_inline
 def _cache_put(C, buf, s, e, h, out, n0, n1):
-    slots, vals, state = C
+    slots, vals, state, keys = C
     size = slots.shape[0]
-    if 2 * (state[0] + 1) > size or state[1] + (n1 - n0) > vals.size:
+    if 2 * (state[0] + 1) > size or state[1] + (n1 - n0) > vals.size or state[2] + (e - s) > keys.size:
         slots[:, 1] = -1  # full: start afresh rather than evict one by one
         state[0] = 0
         state[1] = 0
-        if n1 - n0 > vals.size:
+        state[2] = 0
+        if n1 - n0 > vals.size or e - s > keys.size:
             return
     i = np.int64(h & np.uint64(size - 1))
     while slots[i, 1] >= 0:
         i = (i + 1) & (size - 1)
     slots[i, 0] = np.int64(h)
-    slots[i, 1] = s
+    slots[i, 1] = state[2]
     slots[i, 2] = e - s
     slots[i, 3] = state[1]
     slots[i, 4] = n1 - n0
     for j in range(n1 - n0):
         vals[state[1] + j] = out[n0 + j]
+    for j in range(e - s):
+        keys[state[2] + j] = buf[s + j]
     state[0] += 1
     state[1] += n1 - n0
+    state[2] += e - s
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -534,7 +545,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     pmask = pairs.size - 1
     wmask = whole.shape[0] - 1
     rank_is_id = rank_new.size == 0
-    slots, vals, state = C
+    slots, vals, state, keys = C
     cmask = slots.shape[0] - 1
     ids, rk, H = S
     for k in range(k0, k1):
@@ -594,7 +605,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                     ks = slots[i, 1]
                     same = True
                     for j in range(m):
-                        if buf[ks + j] != buf[s + j]:
+                        if keys[ks + j] != buf[s + j]:
                             same = False
                             break
                     if same:
@@ -661,25 +672,29 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
         # -- remember it (as _cache_put)
         if cacheable:
             cnt = n - n0
-            if 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size:
-                if cnt > vals.size:
+            if 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + m > keys.size:
+                if cnt > vals.size or m > keys.size:
                     continue
                 for i in range(cmask + 1):  # full: start afresh rather than evict one by one
                     slots[i, 1] = -1
                 state[0] = 0
                 state[1] = 0
+                state[2] = 0
             i = np.int64(h & np.uint64(cmask))
             while slots[i, 1] >= 0:
                 i = (i + 1) & cmask
             slots[i, 0] = np.int64(h)
-            slots[i, 1] = s
+            slots[i, 1] = state[2]
             slots[i, 2] = m
             slots[i, 3] = state[1]
             slots[i, 4] = cnt
             for j in range(cnt):
                 vals[state[1] + j] = out[n0 + j]
+            for j in range(m):
+                keys[state[2] + j] = buf[s + j]
             state[0] += 1
             state[1] += cnt
+            state[2] += m
     return n
 
 
@@ -736,11 +751,10 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
 
 
 @njit
-def _encode_fused(kind, table, buf, T, out):
+def _encode_fused(kind, table, buf, T, C, out):
     """Scan ``buf`` with the native scanner ``kind`` and encode it, in one nogil call."""
     bounds = np.empty(buf.size + 1, np.int64)
     nb = scan_range(kind, buf, 0, buf.size, table, bounds)
-    C = _new_cache(buf.size)
     S = _scratch(buf.size)
     return _encode_span(buf, bounds, 0, nb, T, C, S, out, 0)
 
@@ -766,10 +780,14 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, out, out_doc):
     return n
 
 
-def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables) -> np.ndarray:
-    """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32)."""
+def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables, cache=None) -> np.ndarray:
+    """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32).
+
+    ``cache`` (from :func:`new_cache`) carries merged pieces over from earlier calls;
+    it must not be shared between threads.
+    """
     out = np.empty(max(buf.size, 1), np.uint32)
-    n = _encode_fused(kind, table, buf, tables, out)
+    n = _encode_fused(kind, table, buf, tables, _new_cache(buf.size) if cache is None else cache, out)
     return out[:n]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -103,6 +104,7 @@ class Tokenizer:
         )
         self._scanner = get_scanner(self.pattern)
         self._special_res: dict[frozenset, re.Pattern] = {}
+        self._local = threading.local()
 
     # ------------------------------------------------------------------ constructors
 
@@ -312,7 +314,12 @@ class Tokenizer:
         if arr.size == 0:
             return np.zeros(0, np.uint32)
         if self._scanner.kind >= 0:
-            return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables)
+            # A per-thread cache of merged pieces that outlives the call: encoding
+            # document by document, later documents reuse the words of earlier ones.
+            cache = getattr(self._local, "cache", None)
+            if cache is None:
+                cache = self._local.cache = bpe.new_cache(1 << 19)
+            return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables, cache)
         return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
 
     def _allowed(self, allowed_special) -> frozenset:

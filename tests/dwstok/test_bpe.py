@@ -174,3 +174,17 @@ def test_flat_span_kernel_equals_readable_piece_steps():
     out = np.empty(len(text), np.uint32)
     n = by_pieces(buf, bounds, t, out)
     assert out[:n].tolist() == bpe.encode_bounds(buf, bounds, t).tolist()
+
+
+def test_cache_kept_across_calls_and_reset_when_full():
+    from dwstok.scanner import get_scanner
+
+    sc = get_scanner("gpt2")
+    tokens, t = ranks_tables(13, 80)
+    cache = bpe.new_cache(64)  # tiny: fills and starts afresh many times
+    rng = random.Random(2)
+    for _ in range(200):
+        text = " ".join("".join(rng.choice("abc") for _ in range(rng.randint(1, 30))) for _ in range(20)).encode()
+        buf = np.frombuffer(text, np.uint8)
+        want = bpe.encode_native(sc.kind, sc.table, buf, t).tolist()
+        assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
