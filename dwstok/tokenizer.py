@@ -301,6 +301,16 @@ class Tokenizer:
                 out.append((t[parts[0]], t[parts[1]]))
         return out
 
+    def __getstate__(self) -> dict:
+        # For process pools: everything but the per-thread caches.
+        state = dict(self.__dict__)
+        state.pop("_local", None)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
     def __repr__(self) -> str:
         return (
             f"Tokenizer(n_vocab={self.n_vocab}, pattern={self.pattern_name or self.pattern!r},"

@@ -217,3 +217,11 @@ def test_merges_of_a_tiktoken_model(tmp_path):
     assert tok.merges == [(b"a", b"b"), (b"ab", b"c"), (b"b", b"c"), (b"abc", b"abc")]
     assert tok.encode("abcabc") == [259] and tok.encode("xabc") == [120, 257]
     assert json.loads(json.dumps(tok.metadata)) == tok.metadata
+
+
+def test_pickles_for_process_pools(tok):
+    import pickle
+
+    tok.encode("warm the per-thread cache")
+    back = pickle.loads(pickle.dumps(tok))
+    assert back.encode("the cat <bos>") == tok.encode("the cat <bos>") and back.sha256 == tok.sha256
