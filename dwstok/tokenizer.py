@@ -516,5 +516,3 @@ def _as_array(ids) -> np.ndarray | list:
         return ids
     return list(ids)
 
-
-_ = TokenIdError  # re-exported
