@@ -2,29 +2,6 @@
 
 from __future__ import annotations
 
-import click
+from .options import stage_command
 
-from .options import stage_options
-
-
-@click.command("export")
-@stage_options
-def command(config, corpus, workdir, workers, executor, ray_address, on_invalid, as_json):
-    """Write tokenizer.json (HF), tokenizer_config.json and a .tiktoken file.
-
-    CONFIG is a YAML build config (configs/32.3.yaml). Output goes to WORKDIR/export/;
-    a stage whose inputs and config are unchanged is skipped as up to date.
-    """
-    from .runner import run_stages
-
-    run_stages(
-        ["export"],
-        config=config,
-        corpus=corpus,
-        workdir=workdir,
-        workers=workers,
-        executor=executor,
-        ray_address=ray_address,
-        on_invalid=on_invalid,
-        as_json=as_json,
-    )
+command = stage_command("export", "Write tokenizer.json (HF), tokenizer_config.json and a .tiktoken file.")

@@ -54,3 +54,32 @@ def stage_options(fn):
     for d in reversed(decorators):
         fn = d(fn)
     return fn
+
+
+_STAGE_HELP = """
+
+    CONFIG is a YAML build config (configs/32.3.yaml). Output goes to WORKDIR/{out}/;
+    a stage whose inputs and config are unchanged is skipped as up to date.
+    """
+
+
+def stage_command(name: str, summary: str, *, all_stages: bool = False, help: str | None = None):
+    """A click command that runs stage ``name`` (or every stage) with the shared options.
+
+    >>> stage_command("count", "Reduce the shards.").name
+    'count'
+    """
+
+    def command(**options):
+        from .runner import run_stages
+
+        if all_stages:
+            from stages import STAGES  # imported here: `dwstok --help` stays instant
+
+            todo = list(STAGES)
+        else:
+            todo = [name]
+        run_stages(todo, **options)
+
+    command.__doc__ = summary + (help if help is not None else _STAGE_HELP.format(out=name))
+    return click.command(name)(stage_options(command))

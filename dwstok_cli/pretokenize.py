@@ -2,29 +2,6 @@
 
 from __future__ import annotations
 
-import click
+from .options import stage_command
 
-from .options import stage_options
-
-
-@click.command("pretokenize")
-@stage_options
-def command(config, corpus, workdir, workers, executor, ray_address, on_invalid, as_json):
-    """Split the corpus into pretokens and count them per shard.
-
-    CONFIG is a YAML build config (configs/32.3.yaml). Output goes to WORKDIR/pretokenize/;
-    a stage whose inputs and config are unchanged is skipped as up to date.
-    """
-    from .runner import run_stages
-
-    run_stages(
-        ["pretokenize"],
-        config=config,
-        corpus=corpus,
-        workdir=workdir,
-        workers=workers,
-        executor=executor,
-        ray_address=ray_address,
-        on_invalid=on_invalid,
-        as_json=as_json,
-    )
+command = stage_command("pretokenize", "Split the corpus into pretokens and count them per shard.")
