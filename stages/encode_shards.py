@@ -82,7 +82,6 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     inputs_hash = hash_obj({"corpus": corpus_fingerprint(shards), UPSTREAM: up.output_hash})
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
     if done:
-        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)  # old result kept until commit
 

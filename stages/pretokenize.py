@@ -64,7 +64,6 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     inputs_hash = hash_obj(corpus_fingerprint(shards))
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
     if done:
-        executor.progress.note(f"{STAGE}: up to date ({out_dir})")
         return done
     # Built next to the previous result, swapped in only once complete.
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
