@@ -3,8 +3,11 @@
 Every measurement runs in its own subprocess, so wall time and peak RSS (ru_maxrss,
 imports included) belong to that one run. All three train on the same documents with
 the o200k pattern; rustbpe and HF get two threads (RAYON_NUM_THREADS=2) and their texts
-already in memory; dwstok starts from the Parquet file (read + pretokenize + count +
-train, in-process through the same functions ``train_bpe`` uses).
+already in memory. dwstok starts from the Parquet file twice over: ``dwstok`` runs
+read + pretokenize + count + train in-process through the functions ``train_bpe`` uses;
+``dwstok-cli`` runs what users run, the ``pretokenize``, ``count`` and ``train`` stages of
+the CLI with ``--workers 2`` and configs/32.1.yaml (o200k, no balance, no Han forcing),
+artifacts written to disk included; its peak RSS is the largest of the three processes.
 
     .venv/bin/python bench/train.py                 # the full comparison + scaling
     .venv/bin/python bench/train.py --quick         # ¼ corpus, vocab 8k, no scaling
@@ -73,6 +76,37 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
         )
         merges = res.merges
         encode_batch = lambda xs: tok.encode_batch(xs)  # noqa: E731
+    elif tool == "dwstok-cli":
+        import tempfile
+
+        import pyarrow.parquet as pq
+
+        from dwstok import Tokenizer
+
+        with tempfile.TemporaryDirectory() as tmp:
+            corpus = CORPUS / "train.parquet"
+            if frac < 1:
+                corpus = Path(tmp) / "train.parquet"
+                full = pq.read_table(CORPUS / "train.parquet")
+                pq.write_table(full.slice(0, int(round(full.num_rows * frac))), corpus, compression="zstd")
+            config = Path(tmp) / "bench.yaml"
+            config.write_text((ROOT / "configs" / "32.1.yaml").read_text().replace("vocab_size: 32768", f"vocab_size: {vocab}"))
+            dwstok = Path(sys.executable).with_name("dwstok")
+            t0 = time.perf_counter()
+            for stage in ("pretokenize", "count", "train"):
+                t = time.perf_counter()
+                subprocess.run(
+                    [str(dwstok), stage, str(config), "--corpus", str(corpus), "--workdir", f"{tmp}/w", "--workers", "2"],
+                    check=True,
+                    capture_output=True,
+                )
+                out[f"{stage}_s"] = time.perf_counter() - t
+            out["wall_s"] = time.perf_counter() - t0
+            out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            tok = Tokenizer.load(f"{tmp}/w/train/model.json")
+        merges = tok.merges
+        out["merges"] = len(merges)
+        encode_batch = lambda xs: tok.encode_batch(xs)  # noqa: E731
     elif tool == "rustbpe":
         import rustbpe
 
@@ -109,7 +143,7 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
         encode_batch = lambda xs: [e.ids for e in tok.encode_batch(xs)]  # noqa: E731
     else:
         raise SystemExit(f"unknown tool {tool}")
-    out["peak_rss_mb"] = _peak_rss_mb()
+    out.setdefault("peak_rss_mb", _peak_rss_mb())
     if dev:
         dev_texts = _texts("dev", 1.0)
         n_bytes = sum(len(t.encode("utf-8")) for t in dev_texts)
@@ -143,7 +177,7 @@ def main() -> None:
     ap.add_argument("--frac", type=float, default=1.0)
     ap.add_argument("--dev", action="store_true")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--tools", default="dwstok,rustbpe,hf")
+    ap.add_argument("--tools", default="dwstok,dwstok-cli,rustbpe,hf")
     ap.add_argument("--no-scaling", action="store_true")
     args = ap.parse_args()
     if args.child:
@@ -152,6 +186,11 @@ def main() -> None:
     vocab, frac = (8192, 0.25) if args.quick else (args.vocab, args.frac)
     print(f"# compare at vocab {vocab}, {frac:g} of the train split", flush=True)
     results = {t: run(t, vocab, frac, dev=True) for t in args.tools.split(",")}
+    print("# tool          wall s   vs rustbpe   peak RSS MB   dev bytes/token")
+    base = results.get("rustbpe", {}).get("wall_s")
+    for t, r in results.items():
+        ratio = f"{base / r['wall_s']:.2f}x" if base else "-"
+        print(f"# {t:<12} {r['wall_s']:8.1f} {ratio:>12} {r['peak_rss_mb']:13.0f} {r.get('dev_bytes_per_token', 0):17.3f}")
     if "dwstok" in results and "rustbpe" in results:
         a = [bytes.fromhex(x) + bytes.fromhex(y) for x, y in results["dwstok"]["_merges"]]
         b = [bytes.fromhex(x) for x in results["rustbpe"]["_ranks"]]
