@@ -69,9 +69,10 @@ class PlainProgress(_base()):
             parts.append(f"ETA {_hms((self.total_bytes - self.bytes) / rate)}")
         self._line(f"{self.label}: " + ", ".join(parts))
 
-    def finish(self):
+    def finish(self, ok=True):
         if self.label:
-            self._line(f"{self.label}: done in {time.perf_counter() - self.t0:.1f}s")
+            outcome = "done in" if ok else "stopped after"
+            self._line(f"{self.label}: {outcome} {time.perf_counter() - self.t0:.1f}s")
             self.label = ""
 
     def note(self, message):
@@ -130,7 +131,7 @@ class RichProgress(_base()):
         t = self.bar.tasks[0]
         self.bar.update(self.task, advance=bytes, docs=t.fields["docs"] + docs, items=t.fields["items"] + items)
 
-    def finish(self):
+    def finish(self, ok=True):
         if self.bar is not None:
             self.bar.stop()
             self.bar = None

@@ -492,7 +492,7 @@ def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int, doc_
         i = pc.index(pc.is_null(text), True).as_py()
         first_doc += doc_base() if doc_base is not None else 0
         raise InputError(
-            f"{shard.path}: document {first_doc + i} has no {cfg.text_field!r} field; "
+            f"{shard.path}: document {first_doc + i} (counting from 0) has no {cfg.text_field!r} field; "
             "every document needs text (or set corpus.text_field)"
         )
     skipped = replaced = 0

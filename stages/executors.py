@@ -39,7 +39,7 @@ class Progress:
     def advance(self, *, bytes: int = 0, docs: int = 0, items: int = 0) -> None:
         pass
 
-    def finish(self) -> None:
+    def finish(self, ok: bool = True) -> None:
         pass
 
     def note(self, message: str) -> None:
@@ -84,10 +84,12 @@ class Executor:
             b, d = _measure(result)
             self.progress.advance(bytes=b, docs=d, items=1)
 
+        ok = False
         try:
             yield from self._run(fn, items, done)
+            ok = True
         finally:
-            self.progress.finish()
+            self.progress.finish(ok=ok)
 
     def _run(self, fn, items: Sequence[Any], done) -> Iterator[Any]:  # pragma: no cover
         raise NotImplementedError

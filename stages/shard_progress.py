@@ -106,10 +106,10 @@ class _Serialised(Progress):
         with self.lock:
             self.inner.advance(bytes=bytes, docs=docs, items=items)
 
-    def finish(self):
+    def finish(self, ok=True):
         self.drain()
         with self.lock:
-            self.inner.finish()
+            self.inner.finish(ok=ok)
 
     def note(self, message):
         with self.lock:

@@ -94,7 +94,7 @@ def test_missing_text_field(tmp_path):
     with open(tmp_path / "c.jsonl", "a") as f:
         f.write('{"body": "no text here", "lang": "en"}\n')
     assert err([tmp_path / "c.jsonl"]) == (
-        f"{tmp_path / 'c.jsonl'}: document 1 has no 'text' field; every document needs text "
+        f"{tmp_path / 'c.jsonl'}: document 1 (counting from 0) has no 'text' field; every document needs text "
         "(or set corpus.text_field)"
     )
     pq.write_table(pa.table({"body": ["x"]}), tmp_path / "c.parquet")
@@ -195,7 +195,7 @@ def test_errors_in_a_later_shard_name_absolute_offsets(tmp_path):
     _, per_shard = read_split(p, 64, on_invalid="skip")
     assert sum(map(len, per_shard)) == 15
     p.write_bytes(good * 10 + b'{"body": "x"}\n' + good)
-    with pytest.raises(InputError, match=r"document 10 has no 'text' field"):
+    with pytest.raises(InputError, match=r"document 10 \(counting from 0\) has no 'text' field"):
         read_split(p, 50)
     t = tmp_path / "t.txt"
     t.write_bytes(b"abc\n" * 30 + b"x\xffy\n" + b"abc\n" * 5)

@@ -18,7 +18,7 @@ class Recorder(Progress):
     def advance(self, *, bytes=0, docs=0, items=0):
         self.calls.append(("advance", bytes, docs, items))
 
-    def finish(self):
+    def finish(self, ok=True):
         self.calls.append(("finish",))
 
 
