@@ -1,9 +1,19 @@
-"""dwstok: build and run DWSLMTok, a byte-level BPE tokenizer with the o200k pretokenizer."""
+"""dwstok: build and run DWSLMTok, a byte-level BPE tokenizer with the o200k pretokenizer.
+
+>>> from dwstok import Tokenizer
+>>> tok = Tokenizer.load("work/demo/train/model.json")        # doctest: +SKIP
+>>> tok.decode(tok.encode("héllo 2026")) == "héllo 2026"      # doctest: +SKIP
+True
+"""
 
 from __future__ import annotations
 
 from .errors import ConfigError, DwstokError, InputError, ModelFileError, PatternMismatchError
 from .patterns import PATTERNS
+from .shards import ShardReader
+from .stochastok import StochasTok
+from .tokenizer import Tokenizer
+from .train import train_bpe
 
 __all__ = [
     "PATTERNS",
@@ -12,18 +22,8 @@ __all__ = [
     "InputError",
     "ModelFileError",
     "PatternMismatchError",
+    "ShardReader",
+    "StochasTok",
+    "Tokenizer",
+    "train_bpe",
 ]
-
-# Tokenizer and train_bpe are added here as their modules land:
-try:  # pragma: no cover - transitional
-    from .tokenizer import Tokenizer  # noqa: F401
-
-    __all__.append("Tokenizer")
-except ImportError:
-    pass
-try:  # pragma: no cover - transitional
-    from .train import train_bpe  # noqa: F401
-
-    __all__.append("train_bpe")
-except ImportError:
-    pass
