@@ -178,7 +178,7 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
     out_dir = Path(task.out_dir)
     prev = shard_done(out_dir, task.shard.index, task.key)
     if prev is not None:
-        return _result(prev.outputs, prev.stats, resumed=True) | {"bytes": task.shard.bytes}
+        return shard_progress.shard_result(prev.outputs, prev.stats, shard_bytes=task.shard.bytes)
 
     tok = _worker_model(task.model, task.model_sha256, task.config)
     name = part_name(task.shard.index)
@@ -228,15 +228,7 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
         "source": task.shard.describe(),
     }
     mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
-    # The bar ends at the planned size; what the batches showed is not counted twice.
-    return _result({name: info}, stats, resumed=False) | {
-        "bytes": task.shard.bytes - shown.bytes,
-        "docs": stats["docs"] - shown.docs,
-    }
-
-
-def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
-    return {"outputs": outputs, "stats": stats, "docs": stats["docs"], "resumed": resumed}
+    return shard_progress.shard_result({name: info}, stats, shard_bytes=task.shard.bytes, shown=shown)
 
 
 def _utf8_buffers(text) -> tuple[np.ndarray, np.ndarray]:

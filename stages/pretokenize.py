@@ -145,7 +145,7 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
     out_dir = Path(task.out_dir)
     prev = shard_done(out_dir, task.shard.index, task.key)
     if prev is not None:
-        return _result(prev.outputs, prev.stats, resumed=True) | {"bytes": task.shard.bytes}
+        return shard_progress.shard_result(prev.outputs, prev.stats, shard_bytes=task.shard.bytes)
 
     cfg = task.config
     scanner = get_scanner(cfg.pattern)
@@ -168,16 +168,7 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
         },
     )
     mark_shard_done(out_dir, task.shard.index, task.key, {name: info}, stats)
-    # Progress counts the planned input size, so the bar ends at 100%; what the batches
-    # already showed is not counted twice.
-    return _result({name: info}, stats, resumed=False) | {
-        "bytes": task.shard.bytes - shown.bytes,
-        "docs": stats["docs"] - shown.docs,
-    }
-
-
-def _result(outputs, stats, *, resumed: bool) -> dict[str, Any]:
-    return {"outputs": outputs, "stats": stats, "docs": stats["docs"], "resumed": resumed}
+    return shard_progress.shard_result({name: info}, stats, shard_bytes=task.shard.bytes, shown=shown)
 
 
 class _ShardCounts:

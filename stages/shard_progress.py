@@ -70,6 +70,23 @@ class Meter:
             self.reporter.send(b, int(docs))
 
 
+def shard_result(outputs, stats, *, shard_bytes: int, shown: Meter | None = None) -> dict:
+    """What a map task returns: its outputs, its stats, and the progress still to show.
+
+    The bar counts each shard's planned size, so it ends at exactly 100%: a finished
+    shard adds what its batches have not already shown; a resumed one (``shown`` None)
+    adds its whole size.
+    """
+    shown_bytes, shown_docs = (shown.bytes, shown.docs) if shown is not None else (0, 0)
+    return {
+        "outputs": outputs,
+        "stats": stats,
+        "resumed": shown is None,
+        "bytes": shard_bytes - shown_bytes,
+        "docs": stats["docs"] - shown_docs,
+    }
+
+
 def meter(reporter: Reporter | None, limit: int) -> Meter:
     """A shard's meter (it only counts when the task carries no reporter)."""
     return Meter(reporter, limit)
