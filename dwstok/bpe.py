@@ -198,6 +198,10 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole) -> 
         raise ValueError("vocabulary too large for the pair table (over 2 million ids)")
     rank_new = np.full(max_rank + 1, -1, np.int32)
     rank_new[ranks] = news
+    # Ranks no pair has (tiktoken: tokens no split of which is a pair of tokens) are never
+    # looked up; give them their own value so that rank == id models skip the table.
+    gaps = rank_new < 0
+    rank_new[gaps] = np.flatnonzero(gaps)
     pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(2 * max(len(lefts), 1)))
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
@@ -322,7 +326,7 @@ def _self_encodes(T, ids):
 @njit
 def _scratch(nbytes=HEAP_SCRATCH):
     h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
-    heap = (np.empty(h, np.int32), np.empty(h, np.int64), np.empty(h, np.int64), np.empty(3 * h, np.int64))
+    heap = (np.empty(h, np.int32), np.empty(h, np.int64), np.empty(h, np.int64), np.empty(3 * h, np.int64), np.empty(h, np.int64))
     return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), heap)
 
 
@@ -333,7 +337,7 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     if m > SMALL:
         if m <= S[2][0].size:
             return _merge_heap(buf, s, e, T, S[2], out, n, max_rank)
-        h = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64))
+        h = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64), np.empty(m, np.int64))
         return _merge_heap(buf, s, e, T, h, out, n, max_rank)
     ids, rk, _ = S
     for i in range(m):
@@ -407,9 +411,10 @@ def _merge_heap(buf, s, e, T, H, out, n, max_rank):
     # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
     # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
     # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
-    # checked against the live pair when popped instead of being removed.
+    # checked against the live pair's rank, kept in rk[i] for the pair that starts at
+    # part i, when popped instead of being removed (no pair lookup to find them stale).
     m = e - s
-    ids, nxt, prv, heap = H
+    ids, nxt, prv, heap, rk = H
     size = 0
     for i in range(m):
         ids[i] = T.byte_ids[buf[s + i]]
@@ -418,8 +423,10 @@ def _merge_heap(buf, s, e, T, H, out, n, max_rank):
     nxt[m - 1] = -1
     for i in range(m - 1):
         r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
+        rk[i] = r if r < max_rank else NO_RANK
         if r < max_rank:
             size = _heap_push(heap, size, (r << 32) | i)
+    rk[m - 1] = NO_RANK
     while size > 0:
         key = heap[0]
         size = _heap_pop(heap, size)
@@ -430,21 +437,24 @@ def _merge_heap(buf, s, e, T, H, out, n, max_rank):
         j = nxt[i]
         if j < 0:
             continue
-        if _pair_rank(T, ids[i], ids[j]) != r:
+        if rk[i] != r:
             continue
         v = _new_id(T, r)
         ids[i] = v
         ids[j] = -1
         k = nxt[j]
         nxt[i] = k
+        rk[i] = NO_RANK
         if k >= 0:
             prv[k] = i
             r3 = _pair_rank(T, v, ids[k])
             if r3 < max_rank:
+                rk[i] = r3
                 size = _heap_push(heap, size, (r3 << 32) | i)
         p = prv[i]
         if p >= 0:
             r3 = _pair_rank(T, ids[p], v)
+            rk[p] = r3 if r3 < max_rank else NO_RANK
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | p)
     i = 0
@@ -625,7 +635,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             if m <= H[0].size:
                 n = _merge_heap(buf, s, e, T, H, out, n, NO_RANK)
             else:
-                big = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64))
+                big = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64), np.empty(m, np.int64))
                 n = _merge_heap(buf, s, e, T, big, out, n, NO_RANK)
         else:
             for i in range(m):
