@@ -188,3 +188,37 @@ def test_cache_kept_across_calls_and_reset_when_full():
         buf = np.frombuffer(text, np.uint8)
         want = bpe.encode_native(sc.kind, sc.table, buf, t).tolist()
         assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
+    # _encode_span works in blocks of PF_BLOCK pieces and merges a block's short pieces
+    # side by side; a tiny cache empties between looking a piece up and writing it out.
+    if rule == "ranks":
+        tokens, t = ranks_tables(21, 80)
+        ranks = {tok: i for i, tok in enumerate(tokens)}
+        ref = lambda p: [ranks[x] for x in tiktoken_ranks(p, ranks)]  # noqa: E731
+    else:
+        merges = random_merges(21, 60)
+        tokens, t = merges_tables(merges)
+        ranks = {m: k for k, m in enumerate(merges)}
+        index = {tok: i for i, tok in enumerate(tokens)}
+        ref = lambda p: [index[x] for x in merge_order(p, ranks)]  # noqa: E731
+    rng = random.Random(8)
+    pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.choice([1, 2, 3, 5, 9, 20, 21, 40]))) for _ in range(120)]
+    text_pieces = [rng.choice(pieces) for _ in range(5 * bpe.PF_BLOCK + 7)]
+    text = b"".join(text_pieces)
+    bounds = np.zeros(len(text_pieces) + 1, np.int64)
+    np.cumsum([len(p) for p in text_pieces], out=bounds[1:])
+    want = [i for p in text_pieces for i in ref(p)]
+    buf = np.frombuffer(text, np.uint8)
+    assert bpe.encode_bounds(buf, bounds, t).tolist() == want
+    from dwstok._jit import njit
+
+    @njit
+    def with_cache(buf, bounds, T, C, out):
+        return bpe._encode_span(buf, bounds, 0, bounds.size - 1, T, C, bpe._scratch(buf.size), out, 0)
+
+    out = np.empty(len(text), np.uint32)
+    n = with_cache(buf, bounds, t, bpe.new_cache(64), out)
+    assert out[:n].tolist() == want
