@@ -438,8 +438,8 @@ def _heap_pop(heap, size):
         c = 2 * i + 1
         if c >= size:
             break
-        if c + 1 < size and heap[c + 1] < heap[c]:
-            c += 1
+        if c + 1 < size:  # the lesser child, without a branch the CPU cannot predict
+            c += np.int64(heap[c + 1] < heap[c])
         if heap[c] >= last:
             break
         heap[i] = heap[c]
