@@ -30,7 +30,11 @@ waits on memory overlap instead of following one another (``_encode_span``).
 Where the time goes (o200k, dev corpus, one core): the big tables do not fit in cache,
 so lookups are memory-bound; and every call of a helper that takes arrays costs atomic
 reference-count updates, which is why the per-piece loop (``_encode_span``) is written
-out flat while ``_encode_piece`` keeps the same steps readable.
+out flat while ``_encode_piece`` keeps the same steps readable. Measured by switching
+parts off (about 430 ms for the 16 MB in all, 37 MB/s): scanning, hashing and ``whole``
+lookups about 145 ms; merging pieces over ``SMALL`` bytes about 110 ms (mostly CJK runs,
+which the o200k pattern keeps whole, and about 40 ms for 81 box-drawing lines of 8.7 KB);
+short merges about 95 ms; the rest is the cache, which saves about 160 ms.
 
 >>> import numpy as np
 >>> t = build_tables(
