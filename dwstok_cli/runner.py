@@ -67,6 +67,10 @@ def summary(stage: str, m, seconds: float, executor: str) -> dict[str, Any]:
     }
 
 
+# Count names that read badly as "<number> <name>".
+_LABELS = {"n_vocab": "vocab size", "vocab_size": "vocab size"}
+
+
 def summary_line(s: dict[str, Any]) -> str:
     from .progress import human_bytes
 
@@ -80,5 +84,5 @@ def summary_line(s: dict[str, Any]) -> str:
         elif k == "bytes" and isinstance(v, int):
             parts.append(human_bytes(v))
         elif isinstance(v, int) and (v or k in ("docs", "merges")):
-            parts.append(f"{v:,} {k.replace('_', ' ')}")
+            parts.append(f"{v:,} {_LABELS.get(k, k.replace('_', ' '))}")
     return f"{s['stage']}: {', '.join(parts)} → {s['out_dir']} ({s['seconds']:.1f}s)"
