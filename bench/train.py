@@ -49,7 +49,7 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
     if tool == "dwstok":
         import pyarrow.parquet as pq
 
-        from dwstok.train import _buffers, build_tokenizer, count_pieces
+        from dwstok.train import binary_buffers, build_tokenizer, count_pieces
         from dwstok.trainer import learn_merges
 
         # The whole split starts from the Parquet file (reading is timed); a fraction
@@ -58,7 +58,7 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
         t0 = t1 = time.perf_counter()
         table = count_pieces(source, pattern="o200k")
         t2 = time.perf_counter()
-        data, offsets = _buffers(table.column("piece"))
+        data, offsets = binary_buffers(table.column("piece"))
         weights = table.column("count").to_numpy()
         res = learn_merges(data, offsets, weights, vocab - 256)
         t3 = time.perf_counter()

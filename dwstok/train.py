@@ -469,10 +469,16 @@ def _trim_heap() -> None:
         pass
 
 
-def _buffers(col) -> tuple[np.ndarray, np.ndarray]:
+def binary_buffers(col) -> tuple[np.ndarray, np.ndarray]:
+    """(data uint8, offsets int64) of a (large_)binary Arrow column: the trainer's input.
+
+    Zero copy for large_binary; a binary column is cast first (its offsets are int32).
+    """
     import pyarrow as pa
 
     arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if not pa.types.is_large_binary(arr.type):
+        arr = arr.cast(pa.large_binary())
     bufs = arr.buffers()
     offsets = np.frombuffer(bufs[1], np.int64)[arr.offset : arr.offset + len(arr) + 1]
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
@@ -535,7 +541,7 @@ def train_bpe(
         counts = table.column("count").to_numpy().astype(np.int64)
     else:
         weights = counts
-    data, offsets = _buffers(table.column("piece"))
+    data, offsets = binary_buffers(table.column("piece"))
     forced: list[tuple[bytes, bytes]] = []
     plan = None
     if han_coverage is not None or han_count is not None:

@@ -8,7 +8,6 @@ config hash, the language weights, the Han plan and the corpus it was trained on
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         return done
     staging = Staging(out_dir, STAGE, config_hash)
 
-    from dwstok.train import build_tokenizer, han_forced_merges, lang_weights
+    from dwstok.train import binary_buffers, build_tokenizer, han_forced_merges, lang_weights
     from dwstok.trainer import learn_merges
 
     with Timer() as t_load:
@@ -144,50 +143,12 @@ def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> n
     return w
 
 
-def binary_buffers(col) -> tuple[np.ndarray, np.ndarray]:
-    """(data uint8, offsets int64) of a (large_)binary column, zero copy when possible."""
-    import pyarrow as pa
-
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
-    if not pa.types.is_large_binary(arr.type):
-        arr = arr.cast(pa.large_binary())
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset : arr.offset + len(arr) + 1]
-    data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return data, offsets
-
-
-def plan_report(plan: Any) -> dict[str, Any] | None:
-    """The Han plan as JSON: every field but the merge list itself (kept short)."""
+def plan_report(plan) -> dict[str, Any] | None:
+    """The Han plan (a ``dwstok.train.HanPlan``) as JSON: its counts, the coverage reached
+    and, when short, the characters; not the merge list itself."""
     if plan is None:
         return None
-    if dataclasses.is_dataclass(plan):
-        d = dataclasses.asdict(plan)
-    elif hasattr(plan, "_asdict"):
-        d = dict(plan._asdict())
-    else:
-        d = dict(vars(plan))
-    out: dict[str, Any] = {}
-    for k, v in d.items():
-        if k == "merges":
-            out["n_merges"] = len(v)
-            continue
-        if isinstance(v, (list, tuple)) and len(v) > 64:
-            out[f"n_{k}"] = len(v)
-            continue
-        out[k] = _jsonable(v)
-    return out
-
-
-def _jsonable(v: Any) -> Any:
-    if isinstance(v, (np.integer,)):
-        return int(v)
-    if isinstance(v, (np.floating,)):
-        return float(v)
-    if isinstance(v, bytes):
-        return v.decode("utf-8", errors="backslashreplace")
-    if isinstance(v, (list, tuple)):
-        return [_jsonable(x) for x in v]
-    if isinstance(v, dict):
-        return {str(k): _jsonable(x) for k, x in v.items()}
-    return v
+    report: dict[str, Any] = {"coverage": float(plan.coverage), "n_chars": int(plan.n_chars), "n_merges": int(plan.n_merges)}
+    if len(plan.chars) <= 64:
+        report["chars"] = list(plan.chars)
+    return report
