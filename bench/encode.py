@@ -24,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("DWSTOK_SHARED", ROOT.parent / "shared"))
+from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
 RANKS = SHARED / "reftok" / "o200k_base.tiktoken"
 SPECIALS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
 
@@ -202,7 +201,7 @@ def main() -> None:
     path = args.out / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
     meta = {"cpu_count": os.cpu_count(), "loadavg": os.getloadavg(), "python": sys.version.split()[0]}
     path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {path.relative_to(ROOT)}")
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -32,8 +32,7 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("DWSTOK_SHARED", ROOT.parent / "shared"))
+from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
 STAGES = ("pretokenize", "count", "train", "export", "encode-shards")
 
 

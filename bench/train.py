@@ -25,8 +25,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-CORPUS = Path(os.environ.get("DWSTOK_SHARED", ROOT.parent / "shared")) / "corpus"
+from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
+
+CORPUS = SHARED / "corpus"
 
 
 def _texts(split: str, frac: float) -> list[str]:
