@@ -35,14 +35,16 @@ __all__ = ["Tokenizer", "TokenIdError"]
 MERGE_RULES = ("merges", "ranks")
 
 
-def _utf8(text: str) -> bytes:
+def _utf8(text: str, offset: int = 0) -> bytes:
+    """``text`` as UTF-8; a lone surrogate is a ValueError naming its position
+    (``offset`` + its index, for text that is part of a longer stream)."""
     if not isinstance(text, str):
         raise TypeError(f"expected str, got {type(text).__name__}")
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as e:
         raise ValueError(
-            f"text has a lone surrogate {text[e.start]!r} at position {e.start}; it cannot be encoded as UTF-8"
+            f"text has a lone surrogate {text[e.start]!r} at position {offset + e.start}; it cannot be encoded as UTF-8"
         ) from None
 
 
@@ -355,10 +357,10 @@ class Tokenizer:
             r = self._special_res[allowed] = re.compile("|".join(map(re.escape, names)))
         return r
 
-    def _encode_np(self, text: str, allowed: frozenset) -> np.ndarray:
+    def _encode_np(self, text: str, allowed: frozenset, offset: int = 0) -> np.ndarray:
         if not allowed:
-            return self._encode_bytes(_utf8(text))
-        _utf8(text)  # surrogate check with the position in the whole text
+            return self._encode_bytes(_utf8(text, offset))
+        _utf8(text, offset)  # surrogate check with the position in the whole text
         parts = []
         pos = 0
         for m in self._special_re(allowed).finditer(text):
@@ -472,6 +474,7 @@ class Tokenizer:
         allowed = self._allowed(allowed_special)
         max_special = max((len(s) for s in allowed), default=0)
         pending: list[str] = []
+        offset = 0  # characters already encoded: error positions count from the stream's start
         for chunk in chunks:
             if not isinstance(chunk, str):
                 raise TypeError(f"encode_iterable needs str chunks, got {type(chunk).__name__}")
@@ -486,12 +489,13 @@ class Tokenizer:
             text = "".join(pending) if len(pending) > 1 else chunk
             cut = safe_cut(text, self._scanner, self._special_re(allowed) if allowed else None, max_special)
             if cut > 0:
-                yield from self._encode_np(text[:cut], allowed).tolist()
+                yield from self._encode_np(text[:cut], allowed, offset).tolist()
+                offset += cut
                 pending = [text[cut:]] if cut < len(text) else []
             else:
                 pending = [text]
         if pending:
-            yield from self._encode_np("".join(pending), allowed).tolist()
+            yield from self._encode_np("".join(pending), allowed, offset).tolist()
 
     # ------------------------------------------------------------------ decoding
 

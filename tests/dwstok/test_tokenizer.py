@@ -192,6 +192,11 @@ def test_lone_surrogate_names_position(tok):
         tok.encode("abc\ud800def")
     with pytest.raises(ValueError, match="position 1"):
         tok.encode_batch(["ok", "x\udfff"])
+    # In a stream, positions count from the start of the stream, not of the held-back text.
+    with pytest.raises(ValueError, match="position 9"):
+        list(tok.encode_iterable(["hello ", "wo", "r\ud800ld"]))
+    with pytest.raises(ValueError, match="position 9"):
+        list(tok.encode_iterable(["hello ", "wo", "r\ud800ld"], allowed_special="all"))
     with pytest.raises(TypeError):
         tok.encode(b"bytes")
 
