@@ -357,10 +357,10 @@ class Tokenizer:
             r = self._special_res[allowed] = re.compile("|".join(map(re.escape, names)))
         return r
 
-    def _encode_np(self, text: str, allowed: frozenset, offset: int = 0) -> np.ndarray:
+    def _encode_np(self, text: str, allowed: frozenset) -> np.ndarray:
         if not allowed:
-            return self._encode_bytes(_utf8(text, offset))
-        _utf8(text, offset)  # surrogate check with the position in the whole text
+            return self._encode_bytes(_utf8(text))
+        _utf8(text)  # surrogate check with the position in the whole text
         parts = []
         pos = 0
         for m in self._special_re(allowed).finditer(text):
@@ -474,12 +474,14 @@ class Tokenizer:
         allowed = self._allowed(allowed_special)
         max_special = max((len(s) for s in allowed), default=0)
         pending: list[str] = []
-        offset = 0  # characters already encoded: error positions count from the stream's start
+        seen = 0  # characters received: a bad character's position counts from the stream's start
         for chunk in chunks:
             if not isinstance(chunk, str):
                 raise TypeError(f"encode_iterable needs str chunks, got {type(chunk).__name__}")
             if not chunk:
                 continue
+            _utf8(chunk, seen)  # checked on arrival, before any of it is held back
+            seen += len(chunk)
             if pending and not allowed and run_class(chunk) == run_class(pending[-1][-1]) >= 0:
                 # More of the run the text already ends in: nothing new can be cut, so
                 # skip the rescan (a long run in small chunks stays linear).
@@ -489,13 +491,12 @@ class Tokenizer:
             text = "".join(pending) if len(pending) > 1 else chunk
             cut = safe_cut(text, self._scanner, self._special_re(allowed) if allowed else None, max_special)
             if cut > 0:
-                yield from self._encode_np(text[:cut], allowed, offset).tolist()
-                offset += cut
+                yield from self._encode_np(text[:cut], allowed).tolist()
                 pending = [text[cut:]] if cut < len(text) else []
             else:
                 pending = [text]
         if pending:
-            yield from self._encode_np("".join(pending), allowed, offset).tolist()
+            yield from self._encode_np("".join(pending), allowed).tolist()
 
     # ------------------------------------------------------------------ decoding
 

@@ -193,10 +193,12 @@ def test_lone_surrogate_names_position(tok):
     with pytest.raises(ValueError, match="position 1"):
         tok.encode_batch(["ok", "x\udfff"])
     # In a stream, positions count from the start of the stream, not of the held-back text.
-    with pytest.raises(ValueError, match="position 9"):
-        list(tok.encode_iterable(["hello ", "wo", "r\ud800ld"]))
-    with pytest.raises(ValueError, match="position 9"):
-        list(tok.encode_iterable(["hello ", "wo", "r\ud800ld"], allowed_special="all"))
+    stream = ["hello world. ", "Next line\n", "more text ", "x\ud800"]
+    for allowed in ((), "all"):
+        with pytest.raises(ValueError, match="lone surrogate '\\\\ud800' at position 34"):
+            list(tok.encode_iterable(stream, allowed_special=allowed))
+        with pytest.raises(ValueError, match="position 9"):
+            list(tok.encode_iterable(["hello ", "wo", "r\ud800ld"], allowed_special=allowed))
     with pytest.raises(TypeError):
         tok.encode(b"bytes")
 
