@@ -8,20 +8,9 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+# One search for the shared folder, used by the benchmarks too.
+from bench.paths import SHARED
 
-
-def _find_shared() -> Path:
-    """The shared reference folder: $DWSTOK_SHARED, else ../shared beside the checkout, else /work/shared."""
-    if "DWSTOK_SHARED" in os.environ:
-        return Path(os.environ["DWSTOK_SHARED"])
-    for candidate in (ROOT.parent / "shared", Path("/work/shared")):
-        if candidate.exists():
-            return candidate
-    return ROOT.parent / "shared"
-
-
-SHARED = _find_shared()
 REFTOK = SHARED / "reftok"
 CORPUS = SHARED / "corpus"
 
