@@ -57,7 +57,8 @@ import numpy as np
 from ._jit import njit, njit_inline
 from .scanner import scan_range
 
-SMALL = 20  # pieces up to this many bytes use the quadratic merge; longer use the heap
+SMALL = 20  # pieces up to this many bytes merge side by side in _encode_span
+QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more use the heap
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 CACHE_MAX = 1 << 16  # longest piece kept in the per-call cache
 NO_RANK = np.int64(1 << 40)
@@ -111,6 +112,8 @@ class BpeTables(NamedTuple):
     rank_new: np.ndarray  # int32: the id a merge of each rank makes; empty when that is the rank itself
     byte_pairs: np.ndarray  # int64 [65536]: rank of the pair of bytes (b1, b2) at b1 * 256 + b2, or NO_RANK
     whole: np.ndarray  # int64 [size, 2]: first 8 bytes packed, (length << 32) | id; -1 = empty
+    atoms: np.ndarray  # int64 [0x10000] by code point: (pattern start << 32) | (patterns << 24) | id; -1 = none
+    atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
 
 
 # ---------------------------------------------------------------------------- hashing
@@ -252,8 +255,13 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole) -> 
     pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(2 * max(len(lefts), 1)))
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, np.zeros(0, np.int64), whole)
-    return t._replace(byte_pairs=_build_byte_pairs(t))
+    none = np.zeros(0, np.int64)
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none)
+    t = t._replace(byte_pairs=_build_byte_pairs(t))
+    from .atoms import atom_table  # atoms.py merges with this module's kernels
+
+    atoms, atom_pats = atom_table(t, lefts, rights, ranks)
+    return t._replace(atoms=atoms, atom_pats=atom_pats)
 
 
 @njit
@@ -377,21 +385,108 @@ def _scratch(nbytes=HEAP_SCRATCH):
     return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), heap)
 
 
+
+@njit_inline
+def _first_parts(buf, s, e, T, ids, base):
+    """Write the parts merging starts from for buf[s:e] to ids[base:]; return their count.
+
+    One byte each, except that a character that is an atom (see atoms.py) starts as its
+    token, unless a pattern says its neighbour here might join it first. The count is
+    ``e - s`` exactly when no atom was used. Atoms need valid UTF-8 around them: after a
+    stray byte, or before a continuation byte, a character starts as bytes.
+    """
+    atoms = T.atoms
+    pats = T.atom_pats
+    m = 0
+    i = s
+    prev_ok = True  # the bytes before i end with a whole character, or i is the start
+    while i < e:
+        c = np.int64(buf[i])
+        if c < 0xC2 or c >= 0xF0 or atoms.size == 0:
+            ids[base + m] = T.byte_ids[c]
+            m += 1
+            i += 1
+            prev_ok = c < 0x80
+            continue
+        n = 2 if c < 0xE0 else 3
+        cp = -1
+        if i + n <= e and (buf[i + 1] & 0xC0) == 0x80:
+            if n == 2:
+                cp = ((c & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+            elif (buf[i + 2] & 0xC0) == 0x80:
+                cp = ((c & 0xF) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+                if cp < 0x800:
+                    cp = -1  # overlong
+        if cp < 0:
+            ids[base + m] = T.byte_ids[c]
+            m += 1
+            i += 1
+            prev_ok = False
+            continue
+        a = atoms[cp]
+        if a >= 0 and prev_ok and (i + n == e or (buf[i + n] & 0xC0) != 0x80):
+            p0 = a >> 32
+            for q in range(p0, p0 + ((a >> 24) & 0xFF)):
+                code = pats[q]
+                k = code & 7
+                if (code >> 3) & 1 == 0:
+                    j = i - k
+                    if j < s:
+                        continue
+                else:
+                    j = i + n
+                    if j + k > e:
+                        continue
+                v = np.int64(0)
+                for u in range(k):
+                    v |= np.int64(buf[j + u]) << (8 * u)
+                if v == code >> 4:
+                    a = -1  # this neighbour may take a part of the character first
+                    break
+        if a >= 0 and prev_ok and (i + n == e or (buf[i + n] & 0xC0) != 0x80):
+            ids[base + m] = a & 0xFFFFFF
+            m += 1
+        else:
+            for u in range(n):
+                ids[base + m + u] = T.byte_ids[buf[i + u]]
+            m += n
+        i += n
+        prev_ok = True
+    return m
+
+
+@njit_inline
+def _first_ranks(buf, s, e, m, T, ids, rk, base, max_rank):
+    """rk[base + i] = rank of the pair of parts i, i + 1 (NO_RANK if it does not merge)."""
+    if m == e - s:  # bytes only: the dense table
+        for i in range(m - 1):
+            r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
+            rk[base + i] = r if r < max_rank else NO_RANK
+    else:
+        for i in range(m - 1):
+            rk[base + i] = _pair_rank(T, ids[base + i], ids[base + i + 1])
+
+
 @njit_inline
 def _merge(buf, s, e, T, S, out, n, max_rank):
     """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
-    m = e - s
-    if m > SMALL:
-        if m <= S[2][0].size:
-            return _merge_heap(buf, s, e, T, S[2], out, n, max_rank)
-        h = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64), np.empty(m, np.int64))
-        return _merge_heap(buf, s, e, T, h, out, n, max_rank)
-    ids, rk, _ = S
-    for i in range(m):
-        ids[i] = T.byte_ids[buf[s + i]]
-    for i in range(m - 1):
-        r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
-        rk[i] = r if r < max_rank else NO_RANK
+    nb = e - s
+    H = S[2]
+    if nb <= SMALL:
+        ids, rk = S[0], S[1]
+    else:
+        if nb > H[0].size:
+            H = (np.empty(nb, np.int32), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(3 * nb, np.int64), np.empty(nb, np.int64))
+        ids, rk = H[0], H[4]
+    if max_rank == NO_RANK:  # atoms hold only when every merge may happen
+        m = _first_parts(buf, s, e, T, ids, 0)
+    else:
+        m = nb
+        for i in range(m):
+            ids[i] = T.byte_ids[buf[s + i]]
+    _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
+    if m > QUAD_PARTS:
+        return _merge_heap(T, H, m, out, n, max_rank)
     # The same scan as tiktoken's _byte_pair_merge: the first minimum is the leftmost.
     while m > 1:
         best = NO_RANK
@@ -454,25 +549,22 @@ def _heap_pop(heap, size):
 
 
 @njit
-def _merge_heap(buf, s, e, T, H, out, n, max_rank):
-    # A min-heap of (rank << 32 | position) over a linked list of parts. Positions are
-    # byte offsets, so among equal ranks the heap yields the leftmost pair, the same
-    # choice as the quadratic scan. Entries go stale when a neighbour merges; they are
-    # checked against the live pair's rank, kept in rk[i] for the pair that starts at
-    # part i, when popped instead of being removed (no pair lookup to find them stale).
-    m = e - s
+def _merge_heap(T, H, m, out, n, max_rank):
+    # The m first parts are in H's ids, the ranks of their pairs in its rk. A min-heap of
+    # (rank << 32 | part) over a linked list of parts: among equal ranks the heap yields
+    # the leftmost pair, the same choice as the quadratic scan. Entries go stale when a
+    # neighbour merges; they are checked against the live pair's rank, kept in rk[i] for
+    # the pair that starts at part i, when popped instead of being removed (no pair
+    # lookup to find them stale).
     ids, nxt, prv, heap, rk = H
     size = 0
     for i in range(m):
-        ids[i] = T.byte_ids[buf[s + i]]
         nxt[i] = i + 1
         prv[i] = i - 1
     nxt[m - 1] = -1
     for i in range(m - 1):
-        r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
-        rk[i] = r if r < max_rank else NO_RANK
-        if r < max_rank:
-            size = _heap_push(heap, size, (r << 32) | i)
+        if rk[i] < NO_RANK:
+            size = _heap_push(heap, size, (rk[i] << 32) | i)
     rk[m - 1] = NO_RANK
     while size > 0:
         key = heap[0]
@@ -717,11 +809,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             nq += 1
             res[j] = -2 - q
             base = q * SMALL
-            for i in range(m):
-                bids[base + i] = byte_ids[buf[s + i]]
-            for i in range(m - 1):
-                brk[base + i] = byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
-            bm[q] = m
+            mp = _first_parts(buf, s, e, T, bids, base)
+            _first_ranks(buf, s, e, mp, T, bids, brk, base, NO_RANK)
+            bm[q] = mp
             ppos[2 * q] = -1
             ppos[2 * q + 1] = -1
             act[q] = q
@@ -826,11 +916,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                         continue
                 # -- merge (as _merge); short pieces land here only if the cache was
                 # emptied since step 2
-                if m <= H[0].size:
-                    n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
-                else:
-                    big = (np.empty(m, np.int32), np.empty(m, np.int64), np.empty(m, np.int64), np.empty(3 * m, np.int64), np.empty(m, np.int64))
-                    n = _merge_heap(buf, s, e, T, big, out, n, NO_RANK)
+                n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
             # -- remember it (as _cache_put)
             if cacheable:
                 cnt = n - n0
