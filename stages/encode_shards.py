@@ -13,9 +13,10 @@ per language the same totals (bytes/token per language comes from here). Per-doc
 token counts are the list offsets inside each shard (``ShardReader.doc_lengths``).
 
 The model is ``train/model.json``; one whose version or pattern differs from the config
-is refused (``PatternMismatchError``) before anything is written. Each worker encodes on
-one thread, so ``--workers`` is the whole parallelism and the output bytes are the same
-for any worker count.
+is refused (``PatternMismatchError``) before anything is written. The shard job runs
+outside the GIL, so local workers are threads of this process sharing one loaded model
+(``map(..., gil_free=True)``); each encodes on one thread, so ``--workers`` is the whole
+parallelism and the output bytes are the same for any worker count.
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         return done
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)  # old result kept until commit
 
-    with Timer() as t_map, shard_progress.channel(executor, len(shards)) as reporter:
+    # The shard job is Arrow I/O and a nogil kernel: threads, not processes (executors.py).
+    with Timer() as t_map, shard_progress.channel(executor, len(shards), gil_free=True) as reporter:
         tasks = [
             _Task(
                 config,
@@ -98,7 +100,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             )
             for s in shards
         ]
-        results = list(executor.map(_encode_shard, tasks, label=STAGE, total_bytes=total_bytes(shards)))
+        results = list(
+            executor.map(_encode_shard, tasks, label=STAGE, total_bytes=total_bytes(shards), gil_free=True)
+        )
     remove_stale_parts(staging.dir, keep=len(shards))
 
     index = _index(tok, shards, results)

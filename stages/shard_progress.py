@@ -14,8 +14,8 @@ reported yet, so the bar still ends exactly at the total.
 ...     (m.bytes, m.docs)
 (100, 3)
 
-- inline (``LocalExecutor`` with one worker, or one item): straight to
-  ``executor.progress``;
+- inline (``LocalExecutor`` with one worker, one item, or threads): straight to
+  ``executor.progress``, under the lock;
 - a local process pool: through a ``multiprocessing.Manager`` queue that a thread of
   this process drains (about 0.3 s to start, once per stage run);
 - any other executor (Ray): no channel; shards report when they finish, as before.
@@ -134,9 +134,13 @@ class _Serialised(Progress):
 
 
 @contextlib.contextmanager
-def channel(executor: Executor, n_items: int) -> Iterator[Reporter | None]:
-    """Open a progress channel for one ``executor.map`` over ``n_items`` tasks."""
-    inline = isinstance(executor, LocalExecutor) and (executor.workers == 1 or n_items <= 1)
+def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iterator[Reporter | None]:
+    """Open a progress channel for one ``executor.map`` over ``n_items`` tasks.
+
+    ``gil_free``: the map will run with that flag, so a local executor uses threads of
+    this process, and reporters call the (locked) progress directly.
+    """
+    inline = isinstance(executor, LocalExecutor) and (executor.workers == 1 or n_items <= 1 or gil_free)
     if not inline and not isinstance(executor, LocalExecutor):
         yield None
         return
