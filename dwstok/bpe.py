@@ -145,6 +145,7 @@ class BpeTables(NamedTuple):
     whole: np.ndarray  # int64 [size, 2]: first 8 bytes packed, (length << 32) | id; -1 = empty
     atoms: np.ndarray  # int64 [0x10000] by code point: (pattern start << 32) | (patterns << 24) | id; -1 = none
     atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
+    longs: np.ndarray  # int64 [size, 3]: the tokens of `whole` over 8 bytes, with bytes 8-15 packed too
 
 
 # ---------------------------------------------------------------------------- hashing
@@ -276,7 +277,7 @@ def _build_byte_pairs(T):
     return out
 
 
-def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole) -> BpeTables:
+def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, *, atoms=True) -> BpeTables:
     n_ids = max(int(tok_off.size - 1), 2)
     bits = int(n_ids - 1).bit_length()
     max_rank = int(ranks.max()) if ranks.size else 0
@@ -292,8 +293,10 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole) -> 
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none)
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, _longs(tok_bytes, tok_off, whole))
     t = t._replace(byte_pairs=_build_byte_pairs(t))
+    if not atoms:
+        return t
     from .atoms import atom_table  # atoms.py merges with this module's kernels
 
     atoms, atom_pats = atom_table(t, lefts, rights, ranks)
@@ -379,8 +382,16 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
     if rule == "ranks":
         whole = _build_whole(tok_bytes, tok_off, candidates, wsize)
         lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole)
-        rank_arr = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
-        return _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_arr, news, whole)
+        rank_of = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
+        full = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole, atoms=False)
+        # Keep one split per token: the two parts merging its own bytes ends with. Merging
+        # never puts two parts side by side unless merging their bytes alone passes
+        # through those two parts (what happens inside a span only depends on the span),
+        # so no other split is ever looked up with effect. o200k: 450k pairs -> 200k, a
+        # table half the size, and every merge is a lookup in it.
+        keep = _last_splits(full, lefts, rights, news)
+        lefts, rights, news, rank_of = lefts[keep], rights[keep], news[keep], rank_of[keep]
+        return _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole)
     if rule != "merges":
         raise ValueError(f"unknown merge rule {rule!r}")
     lefts = np.asarray(lefts, np.int32)
@@ -395,7 +406,87 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
     keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
     keep.sort()
     whole = _build_whole(tok_bytes, tok_off, keep, wsize)
-    return t0._replace(whole=whole)
+    return t0._replace(whole=whole, longs=_longs(tok_bytes, tok_off, whole))
+
+
+def _longs(tok_bytes, tok_off, whole):
+    """The `longs` table of the tokens in ``whole`` over 8 bytes.
+
+    A piece of 9 to 16 bytes that is a token is then confirmed by one slot, instead of a
+    slot, then its offset in ``tok_off``, then its bytes in ``tok_bytes``: three waits on
+    memory, in a row, for one piece in six on dev (o200k has 52k such tokens).
+    """
+    ids = whole[:, 1][whole[:, 1] >= 0] & 0xFFFFFFFF
+    ids = ids[(tok_off[ids + 1] - tok_off[ids]) > 8]
+    return _build_longs(tok_bytes, tok_off, ids, _pow2_at_least(2 * max(len(ids), 1)))
+
+
+@njit
+def _build_longs(tok_bytes, tok_off, ids, size):
+    table = np.full((size, 3), -1, np.int64)
+    for j in range(ids.size):
+        t = ids[j]
+        a, b = tok_off[t], tok_off[t + 1]
+        i = np.int64(_hash_bytes(tok_bytes, a, b) & np.uint64(size - 1))
+        while table[i, 2] >= 0:
+            i = (i + 1) & (size - 1)
+        table[i, 0] = np.int64(_pack8(tok_bytes, a, b))
+        table[i, 1] = np.int64(_pack8(tok_bytes, a + 8, b))
+        table[i, 2] = ((b - a) << 32) | t
+    return table
+
+
+@njit
+def _last_splits(T, lefts, rights, news):
+    """keep[j]: merging the bytes of token news[j] ends by merging lefts[j] with rights[j]."""
+    keep = np.zeros(lefts.size, np.bool_)
+    n = T.tok_off.size - 1
+    last = np.full((n, 2), -1, np.int64)  # per token: its final two parts, if it rebuilds itself
+    done = np.zeros(n, np.bool_)
+    longest = 1
+    for t in range(n):
+        longest = max(longest, T.tok_off[t + 1] - T.tok_off[t])
+    ids = np.empty(longest, np.int64)
+    rk = np.empty(longest, np.int64)
+    for j in range(news.size):
+        t = news[j]
+        if not done[t]:
+            done[t] = True
+            a, b = T.tok_off[t], T.tok_off[t + 1]
+            m = b - a
+            for i in range(m):
+                ids[i] = T.byte_ids[T.tok_bytes[a + i]]
+            for i in range(m - 1):
+                rk[i] = _pair_rank(T, ids[i], ids[i + 1])
+            l2 = -1
+            r2 = -1
+            while m > 1:  # as _merge, noting the last two parts
+                if m == 2:
+                    l2 = ids[0]
+                    r2 = ids[1]
+                best = NO_RANK
+                bi = -1
+                for i in range(m - 1):
+                    if rk[i] < best:
+                        best = rk[i]
+                        bi = i
+                if bi < 0:
+                    break
+                ids[bi] = _new_id(T, best)
+                for jj in range(bi + 1, m - 1):
+                    ids[jj] = ids[jj + 1]
+                for jj in range(bi + 1, m - 2):
+                    rk[jj] = rk[jj + 1]
+                m -= 1
+                if bi > 0:
+                    rk[bi - 1] = _pair_rank(T, ids[bi - 1], ids[bi])
+                if bi < m - 1:
+                    rk[bi] = _pair_rank(T, ids[bi], ids[bi + 1])
+            if m == 1 and ids[0] == t:
+                last[t, 0] = l2
+                last[t, 1] = r2
+        keep[j] = last[t, 0] == lefts[j] and last[t, 1] == rights[j]
+    return keep
 
 
 @njit
@@ -738,6 +829,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     byte_pairs = T.byte_pairs
     rank_new = T.rank_new
     whole = T.whole
+    longs = T.longs
+    lmask = longs.shape[0] - 1
+    lflat = longs.reshape(longs.size)
     bits = T.pair_bits
     shift = 63 - 2 * bits
     rmask = (np.int64(1) << shift) - 1
@@ -760,6 +854,10 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     pkey = np.empty(2 * nblk, np.int64)  # pending pair lookups of merge q: key and position
     ppos = np.empty(2 * nblk, np.int64)
     act = np.empty(nblk, np.int64)
+    binit = np.zeros(nblk, np.bool_)  # merge q still has to look up its first ranks
+    atoms = T.atoms
+    atom_pats = T.atom_pats
+    use_atoms = atoms.size > 0
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         # -- 1. hash (as _hash_bytes) and prefetch
@@ -792,7 +890,10 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             h *= np.uint64(0xBF58476D1CE4E5B9)
             h ^= h >> np.uint64(32)
             hq[k - b0] = h
-            _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
+            if m <= 8:
+                _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
+            else:
+                _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
             _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 5)
         # -- 2. classify
         nq = 0
@@ -806,29 +907,45 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 continue
             h = hq[j]
             head = heads[j]
-            # a token emitted whole (as _lookup_in)
+            # a token emitted whole (as _lookup_in; over 8 bytes, from `longs`)
             hd = np.int64(head)
-            i = np.int64(h & np.uint64(wmask))
             t = -1
-            while True:
-                meta = whole[i, 1]
-                if meta < 0:
-                    break
-                if whole[i, 0] == hd and (meta >> 32) == m:
-                    tt = meta & 0xFFFFFFFF
-                    if m <= 8:
-                        t = tt
+            if m <= 8:
+                i = np.int64(h & np.uint64(wmask))
+                while True:
+                    meta = whole[i, 1]
+                    if meta < 0:
                         break
-                    o = tok_off[tt]
-                    same = True
-                    for jj in range(8, m):
-                        if tok_bytes[o + jj] != buf[s + jj]:
-                            same = False
+                    if whole[i, 0] == hd and (meta >> 32) == m:
+                        t = meta & 0xFFFFFFFF
+                        break
+                    i = (i + 1) & wmask
+            else:
+                if s + 16 <= nbuf:
+                    sh = np.uint64(64 - 8 * min(m - 8, 8))
+                    nd = np.int64((_load8(buf, s + 8) << sh) >> sh)
+                else:
+                    nd = np.int64(0)
+                    for u in range(min(m - 8, 8)):
+                        nd |= np.int64(buf[s + 8 + u]) << (8 * u)
+                i = np.int64(h & np.uint64(lmask))
+                while True:
+                    meta = longs[i, 2]
+                    if meta < 0:
+                        break
+                    if longs[i, 0] == hd and longs[i, 1] == nd and (meta >> 32) == m:
+                        tt = meta & 0xFFFFFFFF
+                        same = True
+                        if m > 16:
+                            o = tok_off[tt]
+                            for jj in range(16, m):
+                                if tok_bytes[o + jj] != buf[s + jj]:
+                                    same = False
+                                    break
+                        if same:
+                            t = tt
                             break
-                    if same:
-                        t = tt
-                        break
-                i = (i + 1) & wmask
+                    i = (i + 1) & lmask
             if t >= 0:
                 res[j] = t
                 continue
@@ -857,9 +974,76 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             nq += 1
             res[j] = -2 - q
             base = q * SMALL
-            mp = _first_parts(buf, s, e, T, bids, base)
-            _first_ranks(buf, s, e, mp, T, bids, brk, base, NO_RANK)
+            # the first parts (as _first_parts, written out: a helper call here costs
+            # atomic reference counts on every array it is passed)
+            mp = 0
+            i = s
+            prev_ok = True
+            while i < e:
+                c = np.int64(buf[i])
+                if c < 0xC2 or c >= 0xF0 or not use_atoms:
+                    bids[base + mp] = byte_ids[c]
+                    mp += 1
+                    i += 1
+                    prev_ok = c < 0x80
+                    continue
+                nc = 2 if c < 0xE0 else 3
+                cp = -1
+                if i + nc <= e and (buf[i + 1] & 0xC0) == 0x80:
+                    if nc == 2:
+                        cp = ((c & 0x1F) << 6) | (buf[i + 1] & 0x3F)
+                    elif (buf[i + 2] & 0xC0) == 0x80:
+                        cp = ((c & 0xF) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+                        if cp < 0x800:
+                            cp = -1
+                if cp < 0:
+                    bids[base + mp] = byte_ids[c]
+                    mp += 1
+                    i += 1
+                    prev_ok = False
+                    continue
+                av = atoms[cp]
+                if av >= 0 and not (prev_ok and (i + nc == e or (buf[i + nc] & 0xC0) != 0x80)):
+                    av = -1
+                if av >= 0:
+                    p0 = av >> 32
+                    for qq in range(p0, p0 + ((av >> 24) & 0xFF)):
+                        code = atom_pats[qq]
+                        kk = code & 7
+                        if (code >> 3) & 1 == 0:
+                            jp = i - kk
+                            if jp < s:
+                                continue
+                        else:
+                            jp = i + nc
+                            if jp + kk > e:
+                                continue
+                        v = np.int64(0)
+                        for u in range(kk):
+                            v |= np.int64(buf[jp + u]) << (8 * u)
+                        if v == code >> 4:
+                            av = -1
+                            break
+                if av >= 0:
+                    bids[base + mp] = av & 0xFFFFFF
+                    mp += 1
+                else:
+                    for u in range(nc):
+                        bids[base + mp + u] = byte_ids[buf[i + u]]
+                    mp += nc
+                i += nc
+                prev_ok = True
             bm[q] = mp
+            binit[q] = mp != m
+            if mp == m:  # bytes only: ranks from the dense table
+                for i in range(m - 1):
+                    brk[base + i] = byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
+            else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
+                for i in range(mp - 1):
+                    key = (np.int64(bids[base + i]) << bits) | np.int64(bids[base + i + 1])
+                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+                    _prefetch(pairs, np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask)))
+                    brk[base + i] = key
             ppos[2 * q] = -1
             ppos[2 * q + 1] = -1
             act[q] = q
@@ -870,6 +1054,22 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             for a in range(nact):
                 q = act[a]
                 base = q * SMALL
+                if binit[q]:  # the first ranks of a piece with atoms (keys in brk)
+                    binit[q] = False
+                    for pa in range(bm[q] - 1):
+                        key = brk[base + pa]
+                        hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+                        i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
+                        r = NO_RANK
+                        while True:
+                            v = pairs[i]
+                            if v < 0:
+                                break
+                            if (v >> shift) == key:
+                                r = v & rmask
+                                break
+                            i = (i + 1) & pmask
+                        brk[base + pa] = r
                 for side in range(2):  # the lookups prefetched last round (as _pair_rank)
                     pos = ppos[2 * q + side]
                     if pos < 0:
