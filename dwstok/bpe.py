@@ -142,10 +142,10 @@ class BpeTables(NamedTuple):
     pair_bits: int  # bits of an id in a pair key
     rank_new: np.ndarray  # int32: the id a merge of each rank makes; empty when that is the rank itself
     byte_pairs: np.ndarray  # int64 [65536]: rank of the pair of bytes (b1, b2) at b1 * 256 + b2, or NO_RANK
-    whole: np.ndarray  # int64 [size, 2]: first 8 bytes packed, (length << 32) | id; -1 = empty
+    whole: np.ndarray  # int64 [size, 2]: tokens of up to 8 bytes: bytes packed, (length << 32) | id; -1 = empty
     atoms: np.ndarray  # int64 [0x10000] by code point: (pattern start << 32) | (patterns << 24) | id; -1 = none
     atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
-    longs: np.ndarray  # int64 [size, 3]: the tokens of `whole` over 8 bytes, with bytes 8-15 packed too
+    longs: np.ndarray  # int64 [size, 3]: longer tokens: bytes 0-7 and 8-15 packed, (length << 32) | id
 
 
 # ---------------------------------------------------------------------------- hashing
@@ -226,25 +226,34 @@ def _same_bytes(a, a0, b, b0, n):
 @njit_inline
 def _whole_lookup(T, buf, start, end, h):
     """Id of the token spelled by buf[start:end] if it is emitted whole, else -1."""
-    return _lookup_in(T.whole, T.tok_bytes, T.tok_off, buf, start, end, h)
+    return _lookup_in(T.whole, T.longs, T.tok_bytes, T.tok_off, buf, start, end, h)
 
 
 @njit_inline
-def _lookup_in(whole, tok_bytes, tok_off, buf, start, end, h):
-    size = whole.shape[0]
-    i = np.int64(h & np.uint64(size - 1))
+def _lookup_in(whole, longs, tok_bytes, tok_off, buf, start, end, h):
+    """Up to 8 bytes from ``whole`` (head and length say it all), longer from ``longs``."""
     n = end - start
     head = np.int64(_pack8(buf, start, end))
+    if n <= 8:
+        size = whole.shape[0]
+        i = np.int64(h & np.uint64(size - 1))
+        while True:
+            meta = whole[i, 1]
+            if meta < 0:
+                return -1
+            if whole[i, 0] == head and (meta >> 32) == n:
+                return meta & 0xFFFFFFFF
+            i = (i + 1) & (size - 1)
+    nxt = np.int64(_pack8(buf, start + 8, end))
+    size = longs.shape[0]
+    i = np.int64(h & np.uint64(size - 1))
     while True:
-        meta = whole[i, 1]
+        meta = longs[i, 2]
         if meta < 0:
             return -1
-        if whole[i, 0] == head and (meta >> 32) == n:
+        if longs[i, 0] == head and longs[i, 1] == nxt and (meta >> 32) == n:
             t = meta & 0xFFFFFFFF
-            if n <= 8:
-                return t
-            o = tok_off[t]
-            if _same_bytes(tok_bytes, o + 8, buf, start + 8, n - 8):
+            if n <= 16 or _same_bytes(tok_bytes, tok_off[t] + 16, buf, start + 16, n - 16):
                 return t
         i = (i + 1) & (size - 1)
 
@@ -277,7 +286,7 @@ def _build_byte_pairs(T):
     return out
 
 
-def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, *, atoms=True) -> BpeTables:
+def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, longs, *, atoms=True) -> BpeTables:
     n_ids = max(int(tok_off.size - 1), 2)
     bits = int(n_ids - 1).bit_length()
     max_rank = int(ranks.max()) if ranks.size else 0
@@ -293,7 +302,7 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, *, 
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, _longs(tok_bytes, tok_off, whole))
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs)
     t = t._replace(byte_pairs=_build_byte_pairs(t))
     if not atoms:
         return t
@@ -303,14 +312,31 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, *, 
     return t._replace(atoms=atoms, atom_pats=atom_pats)
 
 
+def _whole_tables(tok_bytes, tok_off, ids):
+    """``(whole, longs)`` for the tokens ``ids`` (the first id of equal bytes wins).
+
+    ``whole`` holds tokens of up to 8 bytes: a slot is the packed bytes and the length,
+    so a lookup touches one slot and nothing else; at 148k o200k tokens and a load of
+    0.57 it is 4 MB. ``longs`` holds the longer ones with bytes 8-15 packed too, so a
+    piece of up to 16 bytes is confirmed from its slot alone; longer ones compare the
+    rest in ``tok_bytes``.
+    """
+    lens = tok_off[ids + 1] - tok_off[ids]
+    short, long_ = ids[lens <= 8], ids[lens > 8]
+    empty = np.full((16, 3), -1, np.int64)
+    whole = _build_whole(tok_bytes, tok_off, short, _pow2_at_least(max(len(short), 1) * 7 // 4), empty)
+    longs = _build_longs(tok_bytes, tok_off, long_, _pow2_at_least(2 * max(len(long_), 1)), whole)
+    return whole, longs
+
+
 @njit
-def _build_whole(tok_bytes, tok_off, ids, size):
+def _build_whole(tok_bytes, tok_off, ids, size, longs):
     table = np.full((size, 2), -1, np.int64)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
         h = _hash_bytes(tok_bytes, a, b)
-        if _lookup_in(table, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
+        if _lookup_in(table, longs, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
             continue  # the first id with these bytes wins
         i = np.int64(h & np.uint64(size - 1))
         while table[i, 1] >= 0:
@@ -321,7 +347,7 @@ def _build_whole(tok_bytes, tok_off, ids, size):
 
 
 @njit
-def _split_pairs(tok_bytes, tok_off, ids, whole):
+def _split_pairs(tok_bytes, tok_off, ids, whole, longs):
     """All (left, right, token) with left + right == token, both halves tokens.
 
     Under tiktoken's rule these are exactly the pairs that can merge.
@@ -338,10 +364,10 @@ def _split_pairs(tok_bytes, tok_off, ids, whole):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
         for c in range(a + 1, b):
-            left = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, a, c, _hash_bytes(tok_bytes, a, c))
+            left = _lookup_in(whole, longs, tok_bytes, tok_off, tok_bytes, a, c, _hash_bytes(tok_bytes, a, c))
             if left < 0:
                 continue
-            right = _lookup_in(whole, tok_bytes, tok_off, tok_bytes, c, b, _hash_bytes(tok_bytes, c, b))
+            right = _lookup_in(whole, longs, tok_bytes, tok_off, tok_bytes, c, b, _hash_bytes(tok_bytes, c, b))
             if right < 0:
                 continue
             lefts[n] = left
@@ -378,12 +404,11 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
     singles = candidates[lens[candidates] == 1]
     for t in singles[::-1]:  # the lowest id of a byte wins
         byte_ids[tokens[t][0]] = t
-    wsize = _pow2_at_least(2 * max(len(candidates), 1))
     if rule == "ranks":
-        whole = _build_whole(tok_bytes, tok_off, candidates, wsize)
-        lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole)
+        whole, longs = _whole_tables(tok_bytes, tok_off, candidates)
+        lefts, rights, news = _split_pairs(tok_bytes, tok_off, candidates, whole, longs)
         rank_of = news.astype(np.int64) if ranks is None else np.asarray(ranks, np.int64)[news]
-        full = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole, atoms=False)
+        full = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole, longs, atoms=False)
         # Keep one split per token: the two parts merging its own bytes ends with. Merging
         # never puts two parts side by side unless merging their bytes alone passes
         # through those two parts (what happens inside a span only depends on the span),
@@ -391,43 +416,34 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
         # table half the size, and every merge is a lookup in it.
         keep = _last_splits(full, lefts, rights, news)
         lefts, rights, news, rank_of = lefts[keep], rights[keep], news[keep], rank_of[keep]
-        return _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole)
+        return _tables(tok_bytes, tok_off, byte_ids, lefts, rights, rank_of, news, whole, longs)
     if rule != "merges":
         raise ValueError(f"unknown merge rule {rule!r}")
     lefts = np.asarray(lefts, np.int32)
     rights = np.asarray(rights, np.int32)
     news = np.asarray(news, np.int32)
-    empty_whole = np.full((16, 2), -1, np.int64)
-    t0 = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, np.arange(lefts.size, dtype=np.int64), news, empty_whole)
+    no_whole = (np.full((16, 2), -1, np.int64), np.full((16, 3), -1, np.int64))
+    t0 = _tables(tok_bytes, tok_off, byte_ids, lefts, rights, np.arange(lefts.size, dtype=np.int64), news, *no_whole)
     # Which tokens may be emitted whole: those that plain merge order rebuilds from
     # their own bytes (under merge order a token can be unreachable from its bytes).
     multi = candidates[lens[candidates] > 1]
     ok = _self_encodes(t0, multi)
     keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
     keep.sort()
-    whole = _build_whole(tok_bytes, tok_off, keep, wsize)
-    return t0._replace(whole=whole, longs=_longs(tok_bytes, tok_off, whole))
-
-
-def _longs(tok_bytes, tok_off, whole):
-    """The `longs` table of the tokens in ``whole`` over 8 bytes.
-
-    A piece of 9 to 16 bytes that is a token is then confirmed by one slot, instead of a
-    slot, then its offset in ``tok_off``, then its bytes in ``tok_bytes``: three waits on
-    memory, in a row, for one piece in six on dev (o200k has 52k such tokens).
-    """
-    ids = whole[:, 1][whole[:, 1] >= 0] & 0xFFFFFFFF
-    ids = ids[(tok_off[ids + 1] - tok_off[ids]) > 8]
-    return _build_longs(tok_bytes, tok_off, ids, _pow2_at_least(2 * max(len(ids), 1)))
+    whole, longs = _whole_tables(tok_bytes, tok_off, keep)
+    return t0._replace(whole=whole, longs=longs)
 
 
 @njit
-def _build_longs(tok_bytes, tok_off, ids, size):
+def _build_longs(tok_bytes, tok_off, ids, size, whole):
     table = np.full((size, 3), -1, np.int64)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
-        i = np.int64(_hash_bytes(tok_bytes, a, b) & np.uint64(size - 1))
+        h = _hash_bytes(tok_bytes, a, b)
+        if _lookup_in(whole, table, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
+            continue  # the first id with these bytes wins
+        i = np.int64(h & np.uint64(size - 1))
         while table[i, 2] >= 0:
             i = (i + 1) & (size - 1)
         table[i, 0] = np.int64(_pack8(tok_bytes, a, b))
