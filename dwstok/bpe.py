@@ -51,9 +51,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
+from ._intrinsics import load8 as _load8
+from ._intrinsics import prefetch as _prefetch
 from ._jit import njit, njit_inline
 from .scanner import scan_range
 
@@ -65,71 +66,6 @@ NO_RANK = np.int64(1 << 40)
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together, see _encode_span
 
 
-def _make_prefetch():
-    """``prefetch(array, flat_index)``: hint the CPU to load that element's cache line.
-
-    Only a hint: it changes no result. Kernels that probe big hash tables issue it a few
-    lookups ahead so that the memory waits overlap.
-    """
-    if numba.config.DISABLE_JIT:
-        return lambda arr, i: None
-    from llvmlite import ir
-    from numba import types
-    from numba.core import cgutils
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def prefetch(typingctx, arr, idx):
-        sig = types.void(arr, idx)
-
-        def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-            i8p = ir.IntType(8).as_pointer()
-            i32 = ir.IntType(32)
-            fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, "llvm.prefetch.p0")
-            builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])  # read, keep, data
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return prefetch
-
-
-_prefetch = _make_prefetch()
-
-
-def _make_load8():
-    """``load8(uint8 array, i)``: the 8 bytes at i as one little-endian uint64, in one load.
-
-    The caller makes sure ``i + 8 <= array.size``. Packing a piece's head byte by byte
-    costs a loop whose length the CPU cannot predict, once for each of millions of pieces.
-    """
-    if numba.config.DISABLE_JIT:
-        return lambda arr, i: np.uint64(int.from_bytes(bytes(arr[i : i + 8]), "little"))
-    from llvmlite import ir
-    from numba import types
-    from numba.core import cgutils
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def load8(typingctx, arr, idx):
-        sig = types.uint64(arr, idx)
-
-        def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
-            return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
-
-        return sig, codegen
-
-    return load8
-
-
-_load8 = _make_load8()
 
 
 class BpeTables(NamedTuple):

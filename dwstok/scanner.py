@@ -56,7 +56,8 @@ import functools
 import numpy as np
 import regex
 
-from ._jit import njit
+from ._intrinsics import ctz, load8
+from ._jit import njit, njit_inline
 from .errors import ConfigError, InputError
 from .patterns import resolve
 from .unicode_classes import (
@@ -114,6 +115,34 @@ def _step(buf, i, end, table):
     if cp >= table.shape[0]:
         return np.uint8(OTHER), i + 4
     return table[cp], i + 4
+
+
+_LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
+_HIGH = np.uint64(0x8080808080808080)
+_ADD_A = np.uint64(0x1F1F1F1F1F1F1F1F)  # + 0x1F sets bit 7 of a byte from 'a' (0x61) up
+_ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
+
+
+@njit_inline
+def _skip_ascii_lower(buf, k, end):
+    """The first byte at or after ``k`` that is not ASCII a-z, 8 bytes at a time.
+
+    Lower-case ASCII runs are most of the bytes the letter loops walk; a byte-by-byte loop
+    pays a table lookup per byte and a mispredicted exit per word. A word of 8 bytes is
+    tested at once (bit 7 of each byte: a-z or not) and the first byte that is not is
+    found by counting trailing zeros.
+    """
+    while k + 8 <= end:
+        w = load8(buf, k)
+        x = w & _LOW7
+        lower = ((x + _ADD_A) & ~(x + _ADD_Z) & ~w) & _HIGH
+        other = lower ^ _HIGH
+        if other != 0:
+            return k + (ctz(other) >> 3)
+        k += 8
+    while k < end and 0x61 <= buf[k] <= 0x7A:
+        k += 1
+    return k
 
 
 # ---------------------------------------------------------------- kernels
@@ -196,7 +225,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                     break
                 k = k2
             if low >= 0:
-                k = low
+                k = _skip_ascii_lower(buf, low, end)
                 while k < end:
                     e2, k2 = _step(buf, k, end, table)
                     c2 = e2 & CAT_MASK
