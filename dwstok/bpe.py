@@ -61,7 +61,7 @@ from .scanner import scan_range
 SMALL = 20  # pieces up to this many bytes merge side by side in _encode_span
 QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more use the heap
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
-CACHE_MAX = 1 << 16  # longest piece kept in the per-call cache
+CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
 NO_RANK = np.int64(1 << 40)
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together, see _encode_span
 
@@ -688,12 +688,17 @@ def _merge_heap(T, H, m, out, n, max_rank):
 
 @njit
 def _new_cache(nbytes):
-    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call)."""
+    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call).
+
+    A slot is 32 bytes, two to a cache line: the piece's bytes 0-7 and 8-15 packed, then
+    ``(length << 32) | number of ids`` (-1: empty), then ``(start of its bytes from 16 on
+    in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
+    or found missing, from its slot alone.
+    """
     size = 64
     while size < nbytes // 8 and size < (1 << 18):
         size *= 2
-    # slots: hash, key start in `keys` (-1 empty), key length, value start, value length
-    slots = np.full((size, 5), -1, np.int64)
+    slots = np.full((size, 4), -1, np.int64)
     vals = np.empty(4 * size, np.int32)
     keys = np.empty(16 * size, np.uint8)
     state = np.zeros(3, np.int64)  # used slots, used vals, used key bytes
@@ -706,47 +711,64 @@ def new_cache(nbytes: int = 1 << 20):
 
 
 @njit_inline
-def _cache_get(C, buf, s, e, h, out, n):
+def _cache_find(C, buf, s, e, h):
+    """The slot of buf[s:e] in the cache, or -1."""
     slots, vals, state, keys = C
     size = slots.shape[0]
+    m = e - s
+    hd = np.int64(_pack8(buf, s, e))
+    nd = np.int64(_pack8(buf, s + 8, e))
     i = np.int64(h & np.uint64(size - 1))
-    hs = np.int64(h)
-    while slots[i, 1] >= 0:
-        if slots[i, 0] == hs and slots[i, 2] == e - s and _same_bytes(keys, slots[i, 1], buf, s, e - s):
-            v0, vn = slots[i, 3], slots[i, 4]
-            for j in range(vn):
-                out[n + j] = vals[v0 + j]
-            return n + vn
+    while True:
+        meta = slots[i, 2]
+        if meta < 0:
+            return -1
+        if (meta >> 32) == m and slots[i, 0] == hd and slots[i, 1] == nd:
+            if m <= 16 or _same_bytes(keys, slots[i, 3] >> 32, buf, s + 16, m - 16):
+                return i
         i = (i + 1) & (size - 1)
-    return -1
+
+
+@njit_inline
+def _cache_get(C, buf, s, e, h, out, n):
+    i = _cache_find(C, buf, s, e, h)
+    if i < 0:
+        return -1
+    slots, vals, state, keys = C
+    v0, vn = slots[i, 3] & 0xFFFFFFFF, slots[i, 2] & 0xFFFFFFFF
+    for j in range(vn):
+        out[n + j] = vals[v0 + j]
+    return n + vn
 
 
 @njit_inline
 def _cache_put(C, buf, s, e, h, out, n0, n1):
     slots, vals, state, keys = C
     size = slots.shape[0]
-    if 2 * (state[0] + 1) > size or state[1] + (n1 - n0) > vals.size or state[2] + (e - s) > keys.size:
-        slots[:, 1] = -1  # full: start afresh rather than evict one by one
+    m = e - s
+    cnt = n1 - n0
+    tail = max(m - 16, 0)
+    if 2 * (state[0] + 1) > size or state[1] + cnt > vals.size or state[2] + tail > keys.size:
+        slots[:, 2] = -1  # full: start afresh rather than evict one by one
         state[0] = 0
         state[1] = 0
         state[2] = 0
-        if n1 - n0 > vals.size or e - s > keys.size:
+        if cnt > vals.size or tail > keys.size:
             return
     i = np.int64(h & np.uint64(size - 1))
-    while slots[i, 1] >= 0:
+    while slots[i, 2] >= 0:
         i = (i + 1) & (size - 1)
-    slots[i, 0] = np.int64(h)
-    slots[i, 1] = state[2]
-    slots[i, 2] = e - s
-    slots[i, 3] = state[1]
-    slots[i, 4] = n1 - n0
-    for j in range(n1 - n0):
+    slots[i, 0] = np.int64(_pack8(buf, s, e))
+    slots[i, 1] = np.int64(_pack8(buf, s + 8, e))
+    slots[i, 2] = (np.int64(m) << 32) | cnt
+    slots[i, 3] = (state[2] << 32) | state[1]
+    for j in range(cnt):
         vals[state[1] + j] = out[n0 + j]
-    for j in range(e - s):
-        keys[state[2] + j] = buf[s + j]
+    for j in range(tail):
+        keys[state[2] + j] = buf[s + 16 + j]
     state[0] += 1
-    state[1] += n1 - n0
-    state[2] += e - s
+    state[1] += cnt
+    state[2] += tail
 
 
 # ------------------------------------------------------------------------------ encoding
@@ -798,6 +820,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     nblk = min(PF_BLOCK, max(k1 - k0, 1))
     hq = np.empty(nblk, np.uint64)
     heads = np.empty(nblk, np.uint64)  # each piece's first 8 bytes, packed
+    nexts = np.zeros(nblk, np.int64)  # and its bytes 8-15 (set in step 2)
     nbuf = buf.size
     res = np.empty(nblk, np.int64)  # >= 0: the token; -1: cached or long; -2 - q: merged at q
     bids = np.empty(nblk * SMALL, np.int32)  # merge q: parts at bids[q*SMALL:], pair ranks at brk[q*SMALL:]
@@ -846,7 +869,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
             else:
                 _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
-            _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 5)
+            _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 4)
         # -- 2. classify
         nq = 0
         for k in range(b0, b1):
@@ -861,6 +884,15 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             head = heads[j]
             # a token emitted whole (as _lookup_in; over 8 bytes, from `longs`)
             hd = np.int64(head)
+            nd = np.int64(0)  # bytes 8-15, packed
+            if m > 8:
+                if s + 16 <= nbuf:
+                    sh = np.uint64(64 - 8 * min(m - 8, 8))
+                    nd = np.int64((_load8(buf, s + 8) << sh) >> sh)
+                else:
+                    for u in range(min(m - 8, 8)):
+                        nd |= np.int64(buf[s + 8 + u]) << (8 * u)
+            nexts[j] = nd
             t = -1
             if m <= 8:
                 i = np.int64(h & np.uint64(wmask))
@@ -873,13 +905,6 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                         break
                     i = (i + 1) & wmask
             else:
-                if s + 16 <= nbuf:
-                    sh = np.uint64(64 - 8 * min(m - 8, 8))
-                    nd = np.int64((_load8(buf, s + 8) << sh) >> sh)
-                else:
-                    nd = np.int64(0)
-                    for u in range(min(m - 8, 8)):
-                        nd |= np.int64(buf[s + 8 + u]) << (8 * u)
                 i = np.int64(h & np.uint64(lmask))
                 while True:
                     meta = longs[i, 2]
@@ -904,20 +929,21 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             res[j] = -1
             if m > SMALL:
                 continue
-            # in the cache? (as _cache_get; step 4 reads it)
-            hs = np.int64(h)
+            # in the cache? (as _cache_find; step 4 reads it)
             i = np.int64(h & np.uint64(cmask))
             hit = False
-            while slots[i, 1] >= 0:
-                if slots[i, 0] == hs and slots[i, 2] == m:
-                    ks = slots[i, 1]
-                    same = True
-                    for jj in range(m):
-                        if keys[ks + jj] != buf[s + jj]:
-                            same = False
+            while True:
+                meta = slots[i, 2]
+                if meta < 0:
+                    break
+                if (meta >> 32) == m and slots[i, 0] == hd and slots[i, 1] == nd:
+                    hit = True
+                    ks = slots[i, 3] >> 32
+                    for jj in range(16, m):
+                        if keys[ks + jj - 16] != buf[s + jj]:
+                            hit = False
                             break
-                    if same:
-                        hit = True
+                    if hit:
                         break
                 i = (i + 1) & cmask
             if hit:
@@ -1092,24 +1118,27 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             else:
                 # -- the cache (as _cache_get)
                 if cacheable:
-                    hs = np.int64(h)
+                    hd = np.int64(heads[j])
+                    nd = nexts[j]
                     i = np.int64(h & np.uint64(cmask))
                     hit = -1
-                    while slots[i, 1] >= 0:
-                        if slots[i, 0] == hs and slots[i, 2] == m:
-                            ks = slots[i, 1]
-                            same = True
-                            for jj in range(m):
-                                if keys[ks + jj] != buf[s + jj]:
-                                    same = False
+                    while True:
+                        meta = slots[i, 2]
+                        if meta < 0:
+                            break
+                        if (meta >> 32) == m and slots[i, 0] == hd and slots[i, 1] == nd:
+                            hit = i
+                            ks = slots[i, 3] >> 32
+                            for jj in range(16, m):
+                                if keys[ks + jj - 16] != buf[s + jj]:
+                                    hit = -1
                                     break
-                            if same:
-                                hit = i
+                            if hit >= 0:
                                 break
                         i = (i + 1) & cmask
                     if hit >= 0:
-                        v0 = slots[hit, 3]
-                        vn = slots[hit, 4]
+                        v0 = slots[hit, 3] & 0xFFFFFFFF
+                        vn = slots[hit, 2] & 0xFFFFFFFF
                         for jj in range(vn):
                             out[n + jj] = vals[v0 + jj]
                         n += vn
@@ -1120,29 +1149,29 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             # -- remember it (as _cache_put)
             if cacheable:
                 cnt = n - n0
-                if 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + m > keys.size:
-                    if cnt > vals.size or m > keys.size:
+                tail = max(m - 16, 0)
+                if 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + tail > keys.size:
+                    if cnt > vals.size or tail > keys.size:
                         continue
                     for i in range(cmask + 1):  # full: start afresh rather than evict one by one
-                        slots[i, 1] = -1
+                        slots[i, 2] = -1
                     state[0] = 0
                     state[1] = 0
                     state[2] = 0
                 i = np.int64(h & np.uint64(cmask))
-                while slots[i, 1] >= 0:
+                while slots[i, 2] >= 0:
                     i = (i + 1) & cmask
-                slots[i, 0] = np.int64(h)
-                slots[i, 1] = state[2]
-                slots[i, 2] = m
-                slots[i, 3] = state[1]
-                slots[i, 4] = cnt
+                slots[i, 0] = np.int64(heads[j])
+                slots[i, 1] = nexts[j]
+                slots[i, 2] = (np.int64(m) << 32) | cnt
+                slots[i, 3] = (state[2] << 32) | state[1]
                 for jj in range(cnt):
                     vals[state[1] + jj] = out[n0 + jj]
-                for jj in range(m):
-                    keys[state[2] + jj] = buf[s + jj]
+                for jj in range(tail):
+                    keys[state[2] + jj] = buf[s + 16 + jj]
                 state[0] += 1
                 state[1] += cnt
-                state[2] += m
+                state[2] += tail
     return n
 
 

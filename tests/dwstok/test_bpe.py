@@ -155,9 +155,9 @@ def test_split_token_gives_the_creating_merge():
 
 def test_flat_span_kernel_equals_readable_piece_steps():
     # _encode_span is _encode_piece written out flat; both must give the same ids.
-    from dwstok._jit import njit
+    import numba
 
-    @njit
+    @numba.njit  # not cached on disk, see test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying
     def by_pieces(buf, bounds, T, out):
         C = bpe._new_cache(buf.size)
         S = bpe._scratch(buf.size)
@@ -213,9 +213,11 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     want = [i for p in text_pieces for i in ref(p)]
     buf = np.frombuffer(text, np.uint8)
     assert bpe.encode_bounds(buf, bounds, t).tolist() == want
-    from dwstok._jit import njit
+    import numba
 
-    @njit
+    # Not cached on disk: a cached copy would keep the _encode_span it was compiled with
+    # (Numba checks only this file's stamp), and crash once bpe.py changes its layouts.
+    @numba.njit
     def with_cache(buf, bounds, T, C, out):
         return bpe._encode_span(buf, bounds, 0, bounds.size - 1, T, C, bpe._scratch(buf.size), out, 0)
 
