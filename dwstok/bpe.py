@@ -234,7 +234,7 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     # looked up; give them their own value so that rank == id models skip the table.
     gaps = rank_new < 0
     rank_new[gaps] = np.flatnonzero(gaps)
-    pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(2 * max(len(lefts), 1)))
+    pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(max(len(lefts), 1) * 4 // 3))
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
