@@ -1262,13 +1262,13 @@ def _encode_fused(kind, table, buf, T, C, out):
 
 
 @njit
-def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, out, out_doc):
-    """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]])."""
+def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, C, out, out_doc):
+    """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]]),
+    with the piece cache ``C`` (from :func:`new_cache`; it may come from earlier calls)."""
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
     bounds = np.empty(longest + 1, np.int64)
-    C = _new_cache(offsets[d1] - offsets[d0])
     S = _scratch(longest)
     n = 0
     for d in range(d0, d1):

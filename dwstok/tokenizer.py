@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import os
 import re
 import threading
@@ -46,6 +47,32 @@ def _utf8(text: str, offset: int = 0) -> bytes:
         raise ValueError(
             f"text has a lone surrogate {text[e.start]!r} at position {offset + e.start}; it cannot be encoded as UTF-8"
         ) from None
+
+
+class _CachePool:
+    """Caches of merged pieces that outlive a call, one per concurrent caller.
+
+    Encoding call after call (document by document, or batch after batch of a shard),
+    later calls reuse the words earlier ones merged. A kernel writes to its cache, so a
+    call takes one for itself and gives it back. A cache has 2^18 slots (~16 MB): at
+    2^16 it filled and restarted five times over the 16 MB dev corpus.
+    """
+
+    def __init__(self):
+        self._free: list = []
+        self._lock = threading.Lock()
+
+    @contextlib.contextmanager
+    def take(self):
+        with self._lock:
+            cache = self._free.pop() if self._free else None
+        if cache is None:
+            cache = bpe.new_cache(1 << 21)
+        try:
+            yield cache
+        finally:
+            with self._lock:
+                self._free.append(cache)
 
 
 class Tokenizer:
@@ -106,7 +133,7 @@ class Tokenizer:
         )
         self._scanner = get_scanner(self.pattern)
         self._special_res: dict[frozenset, re.Pattern] = {}
-        self._local = threading.local()
+        self._caches = _CachePool()
 
     # ------------------------------------------------------------------ constructors
 
@@ -304,14 +331,14 @@ class Tokenizer:
         return out
 
     def __getstate__(self) -> dict:
-        # For process pools: everything but the per-thread caches.
+        # For process pools: everything but the piece caches.
         state = dict(self.__dict__)
-        state.pop("_local", None)
+        state.pop("_caches", None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._local = threading.local()
+        self._caches = _CachePool()
 
     def __repr__(self) -> str:
         return (
@@ -326,14 +353,8 @@ class Tokenizer:
         if arr.size == 0:
             return np.zeros(0, np.uint32)
         if self._scanner.kind >= 0:
-            # A per-thread cache of merged pieces that outlives the call: encoding
-            # document by document, later documents reuse the words of earlier ones.
-            # 2^18 slots (~16 MB): at 2^16 it filled and restarted five times over the
-            # 16 MB dev corpus and re-merged 195k pieces instead of 160k (27 -> 31 MB/s).
-            cache = getattr(self._local, "cache", None)
-            if cache is None:
-                cache = self._local.cache = bpe.new_cache(1 << 21)
-            return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables, cache)
+            with self._caches.take() as cache:
+                return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables, cache)
         return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
 
     def _allowed(self, allowed_special) -> frozenset:
@@ -432,7 +453,8 @@ class Tokenizer:
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             if native:
                 sc = self._scanner
-                n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._tables, out, out_doc)
+                with self._caches.take() as cache:
+                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._tables, cache, out, out_doc)
             else:
                 n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
             return out[:n], out_doc
