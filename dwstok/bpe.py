@@ -10,31 +10,35 @@ A model becomes a :class:`BpeTables` of flat arrays:
 
 - ``pairs``: an open-addressing hash of ``(left id, right id)`` → rank, one int64 a
   slot, and ``rank_new``: rank → the id it makes; ``byte_pairs``: the ranks of pairs of
-  single bytes as a dense 256×256 array, for the first round.
-- ``whole``: a hash of token bytes → id for the tokens that a piece equal to them
-  encodes to directly: under tiktoken's rule every token, under plain merge order only
-  the tokens that merging their own bytes reproduces. Most pretokens of real text hit
-  this table. A slot holds the first 8 bytes of its token and its length, so a lookup
-  of a token of up to 8 bytes touches one cache line.
+  single bytes as a dense 256×256 array, for the first round. For tiktoken files only
+  one split per token is kept (the last merge of its own bytes; see ``build_tables``).
+- ``whole`` and ``longs``: hashes of token bytes → id for the tokens that a piece equal
+  to them encodes to directly: under tiktoken's rule every token, under plain merge
+  order only the tokens that merging their own bytes reproduces. Most pretokens of real
+  text hit them. A slot holds the token's bytes (up to 8 in ``whole``, up to 16 in
+  ``longs``) and its length, so a lookup touches one slot and nothing else.
+- ``atoms`` and ``atom_pats``: characters whose bytes always become one token before
+  they meet a neighbour (see atoms.py); merging starts from that token.
 
-Pieces that miss are merged: up to ``SMALL`` bytes by the quadratic scan tiktoken uses
-(fastest for short pieces), longer ones with a heap over a linked list, O(n log n), so
-a 10 MB piece with no boundaries (a million spaces) is no trap. Merged pieces go into a
-per-call cache, so a repeated word costs one lookup.
+Pieces that miss are merged: by the quadratic scan tiktoken uses when they start with
+up to ``QUAD_PARTS`` parts, else with a 4-ary heap over a linked list, O(n log n), so a
+10 MB piece with no boundaries (a million spaces) is no trap. Merged pieces go into a
+cache that outlives the call (a pool in the Tokenizer), so a repeated word costs one
+lookup.
 
 Pieces are taken in blocks of ``PF_BLOCK``: all are hashed and their table slots
 prefetched first, and the short pieces of a block that need merging are merged side by
 side, one step each in turn, with the pair lookups of the next step prefetched, so that
 waits on memory overlap instead of following one another (``_encode_span``).
 
-Where the time goes (o200k, dev corpus, one core): the big tables do not fit in cache,
-so lookups are memory-bound; and every call of a helper that takes arrays costs atomic
-reference-count updates, which is why the per-piece loop (``_encode_span``) is written
-out flat while ``_encode_piece`` keeps the same steps readable. Measured by switching
-parts off (about 430 ms for the 16 MB in all, 37 MB/s): scanning, hashing and ``whole``
-lookups about 145 ms; merging pieces over ``SMALL`` bytes about 110 ms (mostly CJK runs,
-which the o200k pattern keeps whole, and about 40 ms for 81 box-drawing lines of 8.7 KB);
-short merges about 95 ms; the rest is the cache, which saves about 160 ms.
+Where the time goes (o200k, dev corpus, 16 MB, one core, perf samples): the tables do
+not fit in the core's cache, so lookups wait on memory, and every call of a helper that
+takes arrays costs atomic reference-count updates, which is why the per-piece loop
+(``_encode_span``) is written out flat while ``_encode_piece`` keeps the same steps
+readable. About 265 ms in all (61 MB/s): scanning about 45 ms; hashing, ``whole`` and
+cache lookups about a third; merging the 150k distinct pieces that are no token about
+120 ms (short ones side by side about 60, longer CJK runs about 40, 87 box-drawing
+lines of 8.7 KB about 17).
 
 >>> import numpy as np
 >>> t = build_tables(
