@@ -62,7 +62,8 @@ from ._intrinsics import prefetch as _prefetch
 from ._jit import njit, njit_inline
 from .scanner import scan_range
 
-SMALL = 20  # pieces up to this many bytes merge side by side in _encode_span
+SMALL = 20  # _encode_span has room for this many parts a piece on average for merging side by side
+SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more use the heap
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
@@ -794,13 +795,14 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     the caches, so each lookup is a wait on memory, and waits that do not depend on one
     another can overlap. Pieces go in blocks of ``PF_BLOCK``:
 
-    1. hash every piece and prefetch its ``whole`` and cache slots;
-    2. classify: a byte or a token emitted whole is settled; a short piece (up to
-       ``SMALL`` bytes) that is not in the cache is set up for merging;
-    3. merge those short pieces side by side, one merge step of each in turn, so that
-       the pair lookups a step needs are prefetched a whole round before they are read;
-    4. write out in order, taking cached and long pieces one by one as before, and
-       caching what step 3 merged.
+    1. hash every piece and prefetch its ``whole`` (or ``longs``) slot;
+    2. classify: a byte or a token emitted whole is settled; for the rest the cache slot
+       is prefetched, and a piece of up to ``SIDE_MAX`` bytes that is not in the cache is
+       set up for merging (while its parts fit in ``bids``);
+    3. merge those pieces side by side, one merge step of each in turn, so that the
+       pair lookups a step needs are prefetched a whole round before they are read;
+    4. write out in order, taking cached and longer pieces one by one, and caching what
+       step 3 merged.
 
     Each piece is still merged by the same quadratic scan, so ids are unchanged.
     One flat function on purpose: every call of a helper that takes arrays costs atomic
@@ -832,11 +834,12 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     hq = np.empty(nblk, np.uint64)
     heads = np.empty(nblk, np.uint64)  # each piece's first 8 bytes, packed
     nexts = np.zeros(nblk, np.int64)  # and its bytes 8-15 (set in step 2)
-    misses = np.empty(nblk, np.int64)  # pieces of at most SMALL bytes that are no token
+    misses = np.empty(nblk, np.int64)  # pieces of at most SIDE_MAX bytes that are no token
     nbuf = buf.size
     res = np.empty(nblk, np.int64)  # >= 0: the token; -1: cached or long; -2 - q: merged at q
-    bids = np.empty(nblk * SMALL, np.int32)  # merge q: parts at bids[q*SMALL:], pair ranks at brk[q*SMALL:]
+    bids = np.empty(nblk * SMALL, np.int32)  # merge q: parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
     brk = np.empty(nblk * SMALL, np.int64)
+    boff = np.empty(nblk, np.int64)
     bm = np.empty(nblk, np.int64)  # parts left
     pkey = np.empty(2 * nblk, np.int64)  # pending pair lookups of merge q: key and position
     ppos = np.empty(2 * nblk, np.int64)
@@ -940,11 +943,13 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 continue
             res[j] = -1
             _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 4)
-            if m <= SMALL:
+            if m <= SIDE_MAX:
                 misses[nmiss] = j
                 nmiss += 1
-        # -- 2b. short pieces that are no token: in the cache (its slot was prefetched in
-        # 2a; prefetching it for every piece in step 1 wasted five in six), else set up
+        # -- 2b. pieces of up to SIDE_MAX bytes that are no token: in the cache (its slot
+        # was prefetched in 2a; prefetching it for every piece in step 1 wasted five in
+        # six), else set up to merge, as long as their bytes fit in what is left of bids
+        used = 0
         for a in range(nmiss):
             j = misses[a]
             s = bounds[b0 + j]
@@ -972,10 +977,13 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 i = (i + 1) & cmask
             if hit:
                 continue
+            if used + m > bids.size:
+                continue  # no room left in this block: step 4 merges it alone
             q = nq
             nq += 1
             res[j] = -2 - q
-            base = q * SMALL
+            base = used
+            boff[q] = base
             # the first parts (as _first_parts, written out: a helper call here costs
             # atomic reference counts on every array it is passed)
             mp = 0
@@ -1036,6 +1044,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 i += nc
                 prev_ok = True
             bm[q] = mp
+            used += mp
             binit[q] = mp != m
             if mp == m:  # bytes only: ranks from the dense table
                 for i in range(m - 1):
@@ -1055,7 +1064,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             w = 0
             for a in range(nact):
                 q = act[a]
-                base = q * SMALL
+                base = boff[q]
                 if binit[q]:  # the first ranks of a piece with atoms (keys in brk)
                     binit[q] = False
                     for pa in range(bm[q] - 1):
@@ -1135,7 +1144,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             n0 = n
             if r0 <= -2:
                 q = -2 - r0
-                base = q * SMALL
+                base = boff[q]
                 for i in range(bm[q]):
                     out[n + i] = bids[base + i]
                 n += bm[q]

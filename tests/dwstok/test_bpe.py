@@ -224,3 +224,28 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     out = np.empty(len(text), np.uint32)
     n = with_cache(buf, bounds, t, bpe.new_cache(64), out)
     assert out[:n].tolist() == want
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+def test_block_of_long_pieces_overflows_side_by_side_room(rule):
+    # Pieces of up to SIDE_MAX bytes merge side by side while their parts fit in the
+    # block's room (PF_BLOCK * SMALL); a block of long distinct pieces overflows it and
+    # the rest merge one by one in step 4. Both must give the reference ids.
+    if rule == "ranks":
+        tokens, t = ranks_tables(23, 80)
+        ranks = {tok: i for i, tok in enumerate(tokens)}
+        ref = lambda p: [ranks[x] for x in tiktoken_ranks(p, ranks)]  # noqa: E731
+    else:
+        merges = random_merges(23, 60)
+        tokens, t = merges_tables(merges)
+        ranks = {m: k for k, m in enumerate(merges)}
+        index = {tok: i for i, tok in enumerate(tokens)}
+        ref = lambda p: [index[x] for x in merge_order(p, ranks)]  # noqa: E731
+    rng = random.Random(9)
+    pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.randint(bpe.SIDE_MAX // 2, bpe.SIDE_MAX + 3))) for _ in range(bpe.PF_BLOCK + 50)]
+    assert sum(map(len, pieces[: bpe.PF_BLOCK])) > bpe.PF_BLOCK * bpe.SMALL  # the first block overflows
+    text = b"".join(pieces)
+    bounds = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum([len(p) for p in pieces], out=bounds[1:])
+    want = [i for p in pieces for i in ref(p)]
+    assert bpe.encode_bounds(np.frombuffer(text, np.uint8), bounds, t).tolist() == want
