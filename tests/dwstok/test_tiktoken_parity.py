@@ -89,7 +89,7 @@ def test_dev_sample(pair, corpus_dir):
     bad, ids = _check_docs(ours, theirs, texts)
     assert bad == []
     assert ours.decode(ids) == "".join(texts)
-    # document by document too (the per-thread cache carries over between calls)
+    # document by document too (a pooled piece cache carries over between calls)
     assert [i for i, t in enumerate(texts) if ours.encode(t) != theirs.encode_ordinary(t)] == []
 
 

@@ -229,6 +229,29 @@ def test_merges_of_a_tiktoken_model(tmp_path):
 def test_pickles_for_process_pools(tok):
     import pickle
 
-    tok.encode("warm the per-thread cache")
+    tok.encode("warm the piece caches")
     back = pickle.loads(pickle.dumps(tok))
     assert back.encode("the cat <bos>") == tok.encode("the cat <bos>") and back.sha256 == tok.sha256
+
+
+def test_concurrent_callers_each_take_their_own_piece_cache(tok):
+    # Kernels write to the cache they are given; the pool hands one to each caller.
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [f"the cat {i} sat on the mat {i * i} times, abcabc xabc" for i in range(50)]
+    want = [tok.encode(t) for t in texts]
+    with ThreadPoolExecutor(4) as ex:
+        got = list(ex.map(tok.encode, texts * 20))
+    assert got == want * 20
+    assert 1 <= len(tok._caches._free) <= 4
+    ids, offsets = tok.encode_utf8_batch(*_utf8_batch(texts), num_threads=2)
+    assert [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+
+
+def _utf8_batch(texts):
+    import numpy as np
+
+    bufs = [t.encode() for t in texts]
+    offsets = np.zeros(len(bufs) + 1, np.int64)
+    np.cumsum([len(b) for b in bufs], out=offsets[1:])
+    return np.frombuffer(b"".join(bufs), np.uint8), offsets
