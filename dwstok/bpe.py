@@ -1176,8 +1176,8 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                             out[n + jj] = vals[v0 + jj]
                         n += vn
                         continue
-                # -- merge (as _merge); short pieces land here only if the cache was
-                # emptied since step 2
+                # -- merge (as _merge): pieces over SIDE_MAX bytes, those that found no
+                # room in step 2b, and those whose cache entry was emptied since
                 n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
             # -- remember it (as _cache_put)
             if cacheable:
