@@ -33,6 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .durable import sync_dir
 from .errors import ModelFileError
 
 FORMAT = "dwstok-model"
@@ -96,7 +97,10 @@ def write(path: str | os.PathLike, content: dict[str, Any]) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+            f.flush()
+            os.fsync(f.fileno())  # the bytes before the name (see durable.py)
         os.replace(tmp, path)
+        sync_dir(path.parent)
     except BaseException:
         try:
             os.unlink(tmp)

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from .durable import sync_dir, sync_file
 from .errors import InputError, ModelFileError
 
 __all__ = ["FORMAT", "ShardReader", "ShardWriter", "read_meta", "shard_dtype", "write_shard"]
@@ -132,7 +133,9 @@ class ShardWriter:
         self._flush()
         self._writer.close()
         self._sink.close()
+        sync_file(self._tmp)
         os.replace(self._tmp, self.path)
+        sync_dir(os.path.dirname(os.path.abspath(self.path)))
 
     def abort(self) -> None:
         for c in (self._writer, self._sink):

@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from dwstok.durable import sync_dir, sync_file
+
 MANIFEST = "_manifest.json"
 FORMAT = 1
 
@@ -36,14 +38,17 @@ FORMAT = 1
 def atomic_path(path: str | Path) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it into place.
 
-    On an exception the temporary file is removed and ``path`` is left untouched.
+    On an exception the temporary file is removed and ``path`` is left untouched. The
+    file is synced to the disk before the rename and the folder after it (dwstok.durable).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         yield tmp
+        sync_file(tmp)
         os.replace(tmp, path)
+        sync_dir(path.parent)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
@@ -342,8 +347,11 @@ def _swap(out_dir: Path, staging: Path) -> None:
             # Neither staged nor already moved: the staged result is gone; void it.
             (staging / MANIFEST).unlink(missing_ok=True)
             return
-    # 4. The manifest last; then the staging folder is only leftovers.
+    # 4. The manifest last, once the renames above are on the disk; then the staging
+    #    folder is only leftovers.
+    sync_dir(out_dir)
     os.replace(staging / MANIFEST, out_dir / MANIFEST)
+    sync_dir(out_dir)
     shutil.rmtree(staging, ignore_errors=True)
 
 

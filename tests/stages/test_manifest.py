@@ -58,3 +58,36 @@ def test_shard_markers(tmp_path):
     (tmp_path / ".part-00001.arrow.tmp-99").write_bytes(b"x")
     mf.remove_stale_parts(tmp_path, keep=5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00003.arrow", "part-00003.json"]
+
+
+def test_files_reach_the_disk_before_their_names_and_outputs_before_the_manifest(tmp_path, monkeypatch):
+    """Power-loss order: fsync a file, then rename it; fsync the folder, then rename the
+    manifest that declares the result complete."""
+    import os as _os
+
+    from stages import manifest as mf
+
+    log = []
+    real_fsync, real_replace = _os.fsync, _os.replace
+
+    def fsync(fd):
+        log.append(("fsync", _os.readlink(f"/proc/self/fd/{fd}")))
+        return real_fsync(fd)
+
+    def replace(src, dst):
+        log.append(("replace", str(dst)))
+        return real_replace(src, dst)
+
+    st = mf.Staging(tmp_path, "demo", "d" * 64)
+    monkeypatch.setattr(_os, "fsync", fsync)
+    monkeypatch.setattr(_os, "replace", replace)
+    info = mf.write_json(st.dir / "x.json", {"a": 1})
+    st.commit(mf.Manifest("demo", "d" * 64, "i", outputs={"x.json": info}))
+    names = [(op, _os.path.basename(p)) for op, p in log]
+    # x.json: its bytes, then its name in staging, then the staging folder
+    first = names.index(("replace", "x.json"))
+    assert names[first - 1][0] == "fsync" and names[first - 1][1].startswith(".x.json.tmp-")
+    # the folder holding the renamed outputs is synced before the manifest moves in
+    last = len(names) - 1 - names[::-1].index(("replace", mf.MANIFEST))
+    assert ("fsync", tmp_path.name) in names[:last]
+    assert (tmp_path / "x.json").is_file() and (tmp_path / mf.MANIFEST).is_file()
