@@ -190,28 +190,38 @@ def test_cache_kept_across_calls_and_reset_when_full():
         assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
 
 
-@pytest.mark.parametrize("rule", ["ranks", "merges"])
-def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
-    # _encode_span works in blocks of PF_BLOCK pieces and merges a block's short pieces
-    # side by side; a tiny cache empties between looking a piece up and writing it out.
+def _tables_and_reference(rule: str, seed: int):
+    """Small random tables of either rule, and a pure-Python reference encoder of a piece."""
     if rule == "ranks":
-        tokens, t = ranks_tables(21, 80)
+        tokens, t = ranks_tables(seed, 80)
         ranks = {tok: i for i, tok in enumerate(tokens)}
         ref = lambda p: [ranks[x] for x in tiktoken_ranks(p, ranks)]  # noqa: E731
     else:
-        merges = random_merges(21, 60)
+        merges = random_merges(seed, 60)
         tokens, t = merges_tables(merges)
         ranks = {m: k for k, m in enumerate(merges)}
         index = {tok: i for i, tok in enumerate(tokens)}
         ref = lambda p: [index[x] for x in merge_order(p, ranks)]  # noqa: E731
+    return t, ref
+
+
+def _joined(pieces: list[bytes]):
+    """The pieces as one buffer and their bounds."""
+    bounds = np.zeros(len(pieces) + 1, np.int64)
+    np.cumsum([len(p) for p in pieces], out=bounds[1:])
+    return np.frombuffer(b"".join(pieces), np.uint8), bounds
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
+    # _encode_span works in blocks of PF_BLOCK pieces and merges a block's short pieces
+    # side by side; a tiny cache empties between looking a piece up and writing it out.
+    t, ref = _tables_and_reference(rule, 21)
     rng = random.Random(8)
     pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.choice([1, 2, 3, 5, 9, 20, 21, 40]))) for _ in range(120)]
     text_pieces = [rng.choice(pieces) for _ in range(5 * bpe.PF_BLOCK + 7)]
-    text = b"".join(text_pieces)
-    bounds = np.zeros(len(text_pieces) + 1, np.int64)
-    np.cumsum([len(p) for p in text_pieces], out=bounds[1:])
+    buf, bounds = _joined(text_pieces)
     want = [i for p in text_pieces for i in ref(p)]
-    buf = np.frombuffer(text, np.uint8)
     assert bpe.encode_bounds(buf, bounds, t).tolist() == want
     import numba
 
@@ -221,7 +231,7 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     def with_cache(buf, bounds, T, C, out):
         return bpe._encode_span(buf, bounds, 0, bounds.size - 1, T, C, bpe._scratch(buf.size), out, 0)
 
-    out = np.empty(len(text), np.uint32)
+    out = np.empty(buf.size, np.uint32)
     n = with_cache(buf, bounds, t, bpe.new_cache(64), out)
     assert out[:n].tolist() == want
 
@@ -231,21 +241,10 @@ def test_block_of_long_pieces_overflows_side_by_side_room(rule):
     # Pieces of up to SIDE_MAX bytes merge side by side while their parts fit in the
     # block's room (PF_BLOCK * SMALL); a block of long distinct pieces overflows it and
     # the rest merge one by one in step 4. Both must give the reference ids.
-    if rule == "ranks":
-        tokens, t = ranks_tables(23, 80)
-        ranks = {tok: i for i, tok in enumerate(tokens)}
-        ref = lambda p: [ranks[x] for x in tiktoken_ranks(p, ranks)]  # noqa: E731
-    else:
-        merges = random_merges(23, 60)
-        tokens, t = merges_tables(merges)
-        ranks = {m: k for k, m in enumerate(merges)}
-        index = {tok: i for i, tok in enumerate(tokens)}
-        ref = lambda p: [index[x] for x in merge_order(p, ranks)]  # noqa: E731
+    t, ref = _tables_and_reference(rule, 23)
     rng = random.Random(9)
     pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.randint(bpe.SIDE_MAX // 2, bpe.SIDE_MAX + 3))) for _ in range(bpe.PF_BLOCK + 50)]
     assert sum(map(len, pieces[: bpe.PF_BLOCK])) > bpe.PF_BLOCK * bpe.SMALL  # the first block overflows
-    text = b"".join(pieces)
-    bounds = np.zeros(len(pieces) + 1, np.int64)
-    np.cumsum([len(p) for p in pieces], out=bounds[1:])
+    buf, bounds = _joined(pieces)
     want = [i for p in pieces for i in ref(p)]
-    assert bpe.encode_bounds(np.frombuffer(text, np.uint8), bounds, t).tolist() == want
+    assert bpe.encode_bounds(buf, bounds, t).tolist() == want
