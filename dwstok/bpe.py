@@ -68,6 +68,7 @@ QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
 NO_RANK = np.int64(1 << 40)
+PENDING = np.int64(0xFFFFFFFF)  # a cache slot's number of ids while they are being merged
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together, see _encode_span
 
 
@@ -737,7 +738,7 @@ def _cache_find(C, buf, s, e, h):
             return -1
         if (meta >> 32) == m and slots[i, 0] == hd and slots[i, 1] == nd:
             if m <= 16 or _same_bytes(keys, slots[i, 3] >> 32, buf, s + 16, m - 16):
-                return i
+                return -1 if meta & 0xFFFFFFFF == PENDING else i
         i = (i + 1) & (size - 1)
 
 
@@ -787,6 +788,94 @@ def _cache_put(C, buf, s, e, h, out, n0, n1):
 
 
 @njit
+def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
+    """Step 3 of ``_encode_span``: merge pieces ``0..nq`` of a block side by side.
+
+    Piece q's parts are ``bids[boff[q]:boff[q] + bm[q]]`` and its pair ranks are in
+    ``brk`` (pair keys if ``binit[q]``: the lookups were prefetched in step 2b). Each
+    round takes one merge step of every piece still merging (in ``act``), so the pair
+    lookups a step needs are prefetched a whole round before they are read. Each step
+    is ``_merge``'s quadratic scan, so ids are unchanged.
+    """
+    pairs = T.pairs
+    rank_new = T.rank_new
+    bits = T.pair_bits
+    shift = 63 - 2 * bits
+    rmask = (np.int64(1) << shift) - 1
+    pmask = pairs.size - 1
+    rank_is_id = rank_new.size == 0
+    nact = nq
+    while nact > 0:
+        w = 0
+        for a in range(nact):
+            q = act[a]
+            base = boff[q]
+            if binit[q]:  # the first ranks of a piece with atoms (keys in brk)
+                binit[q] = False
+                for pa in range(bm[q] - 1):
+                    key = brk[base + pa]
+                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+                    i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
+                    r = NO_RANK
+                    while True:
+                        v = pairs[i]
+                        if v < 0:
+                            break
+                        if (v >> shift) == key:
+                            r = v & rmask
+                            break
+                        i = (i + 1) & pmask
+                    brk[base + pa] = r
+            for side in range(2):  # the lookups prefetched last round (as _pair_rank)
+                pos = ppos[2 * q + side]
+                if pos < 0:
+                    continue
+                key = pkey[2 * q + side]
+                hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+                i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
+                r = NO_RANK
+                while True:
+                    v = pairs[i]
+                    if v < 0:
+                        break
+                    if (v >> shift) == key:
+                        r = v & rmask
+                        break
+                    i = (i + 1) & pmask
+                brk[base + pos] = r
+            mm = bm[q]
+            best = NO_RANK
+            bi = -1
+            for i in range(mm - 1):  # the first minimum is the leftmost
+                if brk[base + i] < best:
+                    best = brk[base + i]
+                    bi = i
+            if bi < 0:
+                continue  # done
+            bids[base + bi] = np.int32(best) if rank_is_id else rank_new[best]
+            for jj in range(bi + 1, mm - 1):
+                bids[base + jj] = bids[base + jj + 1]
+            for jj in range(bi + 1, mm - 2):
+                brk[base + jj] = brk[base + jj + 1]
+            mm -= 1
+            bm[q] = mm
+            for side in range(2):  # the pairs on both sides of the new token
+                pa = bi - 1 + side
+                ppos[2 * q + side] = -1
+                if pa < 0 or pa + 1 >= mm:
+                    continue
+                key = (np.int64(bids[base + pa]) << bits) | np.int64(bids[base + pa + 1])
+                hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
+                _prefetch(pairs, np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask)))
+                pkey[2 * q + side] = key
+                ppos[2 * q + side] = pa
+            if mm > 1:
+                act[w] = q
+                w += 1
+        nact = w
+
+
+@njit
 def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     """Encode the pieces buf[bounds[k]:bounds[k+1]], k0 <= k < k1, into out[n:]; return n.
 
@@ -798,33 +887,30 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     1. hash every piece and prefetch its ``whole`` (or ``longs``) slot;
     2. classify: a byte or a token emitted whole is settled; for the rest the cache slot
        is prefetched, and a piece of up to ``SIDE_MAX`` bytes that is not in the cache is
-       set up for merging (while its parts fit in ``bids``);
-    3. merge those pieces side by side, one merge step of each in turn, so that the
-       pair lookups a step needs are prefetched a whole round before they are read;
+       set up for merging (while its parts fit in ``bids``) and put in the cache at once,
+       its ids pending, so that its repeats in the same block are not merged again (on
+       dev they had been a fifth of all merges);
+    3. merge those pieces side by side (``_merge_side_by_side``);
     4. write out in order, taking cached and longer pieces one by one, and caching what
-       step 3 merged.
+       was merged.
 
     Each piece is still merged by the same quadratic scan, so ids are unchanged.
-    One flat function on purpose: every call of a helper that takes arrays costs atomic
+    Flat per piece on purpose: every call of a helper that takes arrays costs atomic
     reference-count updates, which took a quarter of the time when this was split into
-    helpers (inlined or not).
+    per-piece helpers (inlined or not). Calls once a block cost nothing measurable.
     """
     tok_bytes = T.tok_bytes
     tok_off = T.tok_off
     byte_ids = T.byte_ids
     pairs = T.pairs
     byte_pairs = T.byte_pairs
-    rank_new = T.rank_new
     whole = T.whole
     longs = T.longs
     lmask = longs.shape[0] - 1
     lflat = longs.reshape(longs.size)
     bits = T.pair_bits
-    shift = 63 - 2 * bits
-    rmask = (np.int64(1) << shift) - 1
     pmask = pairs.size - 1
     wmask = whole.shape[0] - 1
-    rank_is_id = rank_new.size == 0
     slots, vals, state, keys = C
     cmask = slots.shape[0] - 1
     ids, rk, H = S
@@ -845,11 +931,22 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     ppos = np.empty(2 * nblk, np.int64)
     act = np.empty(nblk, np.int64)
     binit = np.zeros(nblk, np.bool_)  # merge q still has to look up its first ranks
+    pslot = np.empty(nblk, np.int64)  # merge q's cache slot, put there in step 2b (-1: none)
+    hslot = np.empty(nblk, np.int64)  # the cache slot step 2b found piece j in (-1: none)
     atoms = T.atoms
     atom_pats = T.atom_pats
     use_atoms = atoms.size > 0
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
+        # The cache starts afresh here if need be, never inside a block: steps 2b and 4
+        # both write to it and step 4 reads the slots step 2b found. A block adds at most
+        # one entry a piece; what finds no room (a tiny cache) is not cached.
+        if 2 * (state[0] + b1 - b0) > cmask + 1 or 8 * state[1] > 7 * vals.size or 8 * state[2] > 7 * keys.size:
+            for i in range(cmask + 1):
+                slots[i, 2] = -1
+            state[0] = 0
+            state[1] = 0
+            state[2] = 0
         # -- 1. hash (as _hash_bytes) and prefetch
         for k in range(b0, b1):
             s = bounds[k]
@@ -942,6 +1039,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 res[j] = t
                 continue
             res[j] = -1
+            hslot[j] = -1
             _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 4)
             if m <= SIDE_MAX:
                 misses[nmiss] = j
@@ -958,7 +1056,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             h = hq[j]
             hd = np.int64(heads[j])
             nd = nexts[j]
-            # in the cache? (as _cache_find; step 4 reads it)
+            # in the cache? (as _cache_find; step 4 reads the slot, filled or pending)
             i = np.int64(h & np.uint64(cmask))
             hit = False
             while True:
@@ -976,6 +1074,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                         break
                 i = (i + 1) & cmask
             if hit:
+                hslot[j] = i
                 continue
             if used + m > bids.size:
                 continue  # no room left in this block: step 4 merges it alone
@@ -984,6 +1083,22 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             res[j] = -2 - q
             base = used
             boff[q] = base
+            # Put it in the cache now, its ids pending until step 4 writes them: the same
+            # piece later in this block then finds it here instead of merging again.
+            tail = max(m - 16, 0)
+            pslot[q] = -1
+            if 2 * (state[0] + 1) <= cmask + 1 and state[2] + tail <= keys.size:
+                while slots[i, 2] >= 0:
+                    i = (i + 1) & cmask
+                slots[i, 0] = hd
+                slots[i, 1] = nd
+                slots[i, 2] = (np.int64(m) << 32) | PENDING
+                slots[i, 3] = state[2] << 32
+                for jj in range(tail):
+                    keys[state[2] + jj] = buf[s + 16 + jj]
+                state[0] += 1
+                state[2] += tail
+                pslot[q] = i
             # the first parts (as _first_parts, written out: a helper call here costs
             # atomic reference counts on every array it is passed)
             mp = 0
@@ -1059,75 +1174,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             ppos[2 * q + 1] = -1
             act[q] = q
         # -- 3. merge the short pieces side by side (each as _merge's quadratic scan)
-        nact = nq
-        while nact > 0:
-            w = 0
-            for a in range(nact):
-                q = act[a]
-                base = boff[q]
-                if binit[q]:  # the first ranks of a piece with atoms (keys in brk)
-                    binit[q] = False
-                    for pa in range(bm[q] - 1):
-                        key = brk[base + pa]
-                        hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                        i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
-                        r = NO_RANK
-                        while True:
-                            v = pairs[i]
-                            if v < 0:
-                                break
-                            if (v >> shift) == key:
-                                r = v & rmask
-                                break
-                            i = (i + 1) & pmask
-                        brk[base + pa] = r
-                for side in range(2):  # the lookups prefetched last round (as _pair_rank)
-                    pos = ppos[2 * q + side]
-                    if pos < 0:
-                        continue
-                    key = pkey[2 * q + side]
-                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                    i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
-                    r = NO_RANK
-                    while True:
-                        v = pairs[i]
-                        if v < 0:
-                            break
-                        if (v >> shift) == key:
-                            r = v & rmask
-                            break
-                        i = (i + 1) & pmask
-                    brk[base + pos] = r
-                mm = bm[q]
-                best = NO_RANK
-                bi = -1
-                for i in range(mm - 1):  # the first minimum is the leftmost
-                    if brk[base + i] < best:
-                        best = brk[base + i]
-                        bi = i
-                if bi < 0:
-                    continue  # done
-                bids[base + bi] = np.int32(best) if rank_is_id else rank_new[best]
-                for jj in range(bi + 1, mm - 1):
-                    bids[base + jj] = bids[base + jj + 1]
-                for jj in range(bi + 1, mm - 2):
-                    brk[base + jj] = brk[base + jj + 1]
-                mm -= 1
-                bm[q] = mm
-                for side in range(2):  # the pairs on both sides of the new token
-                    pa = bi - 1 + side
-                    ppos[2 * q + side] = -1
-                    if pa < 0 or pa + 1 >= mm:
-                        continue
-                    key = (np.int64(bids[base + pa]) << bits) | np.int64(bids[base + pa + 1])
-                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                    _prefetch(pairs, np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask)))
-                    pkey[2 * q + side] = key
-                    ppos[2 * q + side] = pa
-                if mm > 1:
-                    act[w] = q
-                    w += 1
-            nact = w
+        _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq)
         # -- 4. write out
         for k in range(b0, b1):
             j = k - b0
@@ -1139,22 +1186,23 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             s = bounds[k]
             e = bounds[k + 1]
             m = e - s
-            h = hq[j]
-            cacheable = m <= CACHE_MAX
             n0 = n
+            fill = -1  # the piece's cache slot whose ids are pending
             if r0 <= -2:
                 q = -2 - r0
                 base = boff[q]
                 for i in range(bm[q]):
                     out[n + i] = bids[base + i]
                 n += bm[q]
+                fill = pslot[q]
+                if fill < 0:
+                    continue  # its key found no room in the cache
             else:
-                # -- the cache (as _cache_get)
-                if cacheable:
+                hit = hslot[j]
+                if m > SIDE_MAX and m <= CACHE_MAX:  # not looked up in step 2b (as _cache_find)
                     hd = np.int64(heads[j])
                     nd = nexts[j]
-                    i = np.int64(h & np.uint64(cmask))
-                    hit = -1
+                    i = np.int64(hq[j] & np.uint64(cmask))
                     while True:
                         meta = slots[i, 2]
                         if meta < 0:
@@ -1169,42 +1217,45 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                             if hit >= 0:
                                 break
                         i = (i + 1) & cmask
-                    if hit >= 0:
+                if hit >= 0:
+                    vn = slots[hit, 2] & 0xFFFFFFFF
+                    if vn != PENDING:  # (as _cache_get)
                         v0 = slots[hit, 3] & 0xFFFFFFFF
-                        vn = slots[hit, 2] & 0xFFFFFFFF
                         for jj in range(vn):
                             out[n + jj] = vals[v0 + jj]
                         n += vn
                         continue
+                    fill = hit  # its first copy found no room for its ids
                 # -- merge (as _merge): pieces over SIDE_MAX bytes, those that found no
-                # room in step 2b, and those whose cache entry was emptied since
+                # room in step 2b, and those whose ids are pending
                 n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
-            # -- remember it (as _cache_put)
-            if cacheable:
-                cnt = n - n0
-                tail = max(m - 16, 0)
-                if 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + tail > keys.size:
-                    if cnt > vals.size or tail > keys.size:
-                        continue
-                    for i in range(cmask + 1):  # full: start afresh rather than evict one by one
-                        slots[i, 2] = -1
-                    state[0] = 0
-                    state[1] = 0
-                    state[2] = 0
-                i = np.int64(h & np.uint64(cmask))
-                while slots[i, 2] >= 0:
-                    i = (i + 1) & cmask
-                slots[i, 0] = np.int64(heads[j])
-                slots[i, 1] = nexts[j]
-                slots[i, 2] = (np.int64(m) << 32) | cnt
-                slots[i, 3] = (state[2] << 32) | state[1]
-                for jj in range(cnt):
-                    vals[state[1] + jj] = out[n0 + jj]
-                for jj in range(tail):
-                    keys[state[2] + jj] = buf[s + 16 + jj]
-                state[0] += 1
-                state[1] += cnt
-                state[2] += tail
+            cnt = n - n0
+            if fill >= 0:  # -- the ids of a slot step 2b put in the cache
+                if state[1] + cnt <= vals.size:
+                    for jj in range(cnt):
+                        vals[state[1] + jj] = out[n0 + jj]
+                    slots[fill, 2] = (np.int64(m) << 32) | cnt
+                    slots[fill, 3] = (slots[fill, 3] & ~np.int64(0xFFFFFFFF)) | state[1]
+                    state[1] += cnt
+                continue
+            # -- remember it (as _cache_put; the block start made room for a slot)
+            tail = max(m - 16, 0)
+            if m > CACHE_MAX or 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + tail > keys.size:
+                continue
+            i = np.int64(hq[j] & np.uint64(cmask))
+            while slots[i, 2] >= 0:
+                i = (i + 1) & cmask
+            slots[i, 0] = np.int64(heads[j])
+            slots[i, 1] = nexts[j]
+            slots[i, 2] = (np.int64(m) << 32) | cnt
+            slots[i, 3] = (state[2] << 32) | state[1]
+            for jj in range(cnt):
+                vals[state[1] + jj] = out[n0 + jj]
+            for jj in range(tail):
+                keys[state[2] + jj] = buf[s + 16 + jj]
+            state[0] += 1
+            state[1] += cnt
+            state[2] += tail
     return n
 
 
