@@ -145,7 +145,7 @@ def _pair_rank(T, left, right):
     size = T.pairs.size
     i = np.int64(h & np.uint64(size - 1))
     while True:
-        v = T.pairs[i]
+        v = T.pairs[_ix(i)]
         if v < 0:
             return NO_RANK
         if (v >> shift) == key:
@@ -155,7 +155,7 @@ def _pair_rank(T, left, right):
 
 @njit_inline
 def _new_id(T, rank):
-    return np.int32(rank) if T.rank_new.size == 0 else T.rank_new[rank]
+    return np.int32(rank) if T.rank_new.size == 0 else T.rank_new[_ix(rank)]
 
 
 @njit_inline
@@ -487,33 +487,33 @@ def _first_parts(buf, s, e, T, ids, base):
     i = s
     prev_ok = True  # the bytes before i end with a whole character, or i is the start
     while i < e:
-        c = np.int64(buf[i])
+        c = np.int64(buf[_ix(i)])
         if c < 0xC2 or c >= 0xF0 or atoms.size == 0:
-            ids[base + m] = T.byte_ids[c]
+            ids[_ix(base + m)] = T.byte_ids[_ix(c)]
             m += 1
             i += 1
             prev_ok = c < 0x80
             continue
         n = 2 if c < 0xE0 else 3
         cp = -1
-        if i + n <= e and (buf[i + 1] & 0xC0) == 0x80:
+        if i + n <= e and (buf[_ix(i + 1)] & 0xC0) == 0x80:
             if n == 2:
-                cp = ((c & 0x1F) << 6) | (buf[i + 1] & 0x3F)
-            elif (buf[i + 2] & 0xC0) == 0x80:
-                cp = ((c & 0xF) << 12) | (np.int64(buf[i + 1] & 0x3F) << 6) | (buf[i + 2] & 0x3F)
+                cp = ((c & 0x1F) << 6) | (buf[_ix(i + 1)] & 0x3F)
+            elif (buf[_ix(i + 2)] & 0xC0) == 0x80:
+                cp = ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | (buf[_ix(i + 2)] & 0x3F)
                 if cp < 0x800:
                     cp = -1  # overlong
         if cp < 0:
-            ids[base + m] = T.byte_ids[c]
+            ids[_ix(base + m)] = T.byte_ids[_ix(c)]
             m += 1
             i += 1
             prev_ok = False
             continue
-        a = atoms[cp]
-        if a >= 0 and prev_ok and (i + n == e or (buf[i + n] & 0xC0) != 0x80):
+        a = atoms[_ix(cp)]
+        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
             p0 = a >> 32
             for q in range(p0, p0 + ((a >> 24) & 0xFF)):
-                code = pats[q]
+                code = pats[_ix(q)]
                 k = code & 7
                 if (code >> 3) & 1 == 0:
                     j = i - k
@@ -525,16 +525,16 @@ def _first_parts(buf, s, e, T, ids, base):
                         continue
                 v = np.int64(0)
                 for u in range(k):
-                    v |= np.int64(buf[j + u]) << (8 * u)
+                    v |= np.int64(buf[_ix(j + u)]) << (8 * u)
                 if v == code >> 4:
                     a = -1  # this neighbour may take a part of the character first
                     break
-        if a >= 0 and prev_ok and (i + n == e or (buf[i + n] & 0xC0) != 0x80):
-            ids[base + m] = a & 0xFFFFFF
+        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
+            ids[_ix(base + m)] = a & 0xFFFFFF
             m += 1
         else:
             for u in range(n):
-                ids[base + m + u] = T.byte_ids[buf[i + u]]
+                ids[_ix(base + m + u)] = T.byte_ids[buf[_ix(i + u)]]
             m += n
         i += n
         prev_ok = True
@@ -546,11 +546,11 @@ def _first_ranks(buf, s, e, m, T, ids, rk, base, max_rank):
     """rk[base + i] = rank of the pair of parts i, i + 1 (NO_RANK if it does not merge)."""
     if m == e - s:  # bytes only: the dense table
         for i in range(m - 1):
-            r = T.byte_pairs[np.int64(buf[s + i]) * 256 + buf[s + i + 1]]
-            rk[base + i] = r if r < max_rank else NO_RANK
+            r = T.byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
+            rk[_ix(base + i)] = r if r < max_rank else NO_RANK
     else:
         for i in range(m - 1):
-            rk[base + i] = _pair_rank(T, ids[base + i], ids[base + i + 1])
+            rk[_ix(base + i)] = _pair_rank(T, ids[_ix(base + i)], ids[_ix(base + i + 1)])
 
 
 @njit_inline
@@ -569,7 +569,7 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     else:
         m = nb
         for i in range(m):
-            ids[i] = T.byte_ids[buf[s + i]]
+            ids[_ix(i)] = T.byte_ids[buf[_ix(s + i)]]
     _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
     if m > QUAD_PARTS:
         return _merge_heap(T, H, m, out, n, max_rank)
@@ -578,25 +578,25 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
         best = NO_RANK
         bi = -1
         for i in range(m - 1):
-            if rk[i] < best:
-                best = rk[i]
+            if rk[_ix(i)] < best:
+                best = rk[_ix(i)]
                 bi = i
         if bi < 0:
             break
-        ids[bi] = _new_id(T, best)
+        ids[_ix(bi)] = _new_id(T, best)
         for j in range(bi + 1, m - 1):
-            ids[j] = ids[j + 1]
+            ids[_ix(j)] = ids[_ix(j + 1)]
         for j in range(bi + 1, m - 2):
-            rk[j] = rk[j + 1]
+            rk[_ix(j)] = rk[_ix(j + 1)]
         m -= 1
         if bi > 0:
-            r = _pair_rank(T, ids[bi - 1], ids[bi])
-            rk[bi - 1] = r if r < max_rank else NO_RANK
+            r = _pair_rank(T, ids[_ix(bi - 1)], ids[_ix(bi)])
+            rk[_ix(bi - 1)] = r if r < max_rank else NO_RANK
         if bi < m - 1:
-            r = _pair_rank(T, ids[bi], ids[bi + 1])
-            rk[bi] = r if r < max_rank else NO_RANK
+            r = _pair_rank(T, ids[_ix(bi)], ids[_ix(bi + 1)])
+            rk[_ix(bi)] = r if r < max_rank else NO_RANK
     for i in range(m):
-        out[n + i] = ids[i]
+        out[_ix(n + i)] = ids[_ix(i)]
     return n + m
 
 
@@ -607,11 +607,11 @@ def _heap_push(heap, size, key):
     i = size
     while i > 0:
         p = (i - 1) >> 2
-        if heap[p] <= key:
+        if heap[_ix(p)] <= key:
             break
-        heap[i] = heap[p]
+        heap[_ix(i)] = heap[_ix(p)]
         i = p
-    heap[i] = key
+    heap[_ix(i)] = key
     return size + 1
 
 
@@ -619,25 +619,25 @@ def _heap_push(heap, size, key):
 def _heap_pop(heap, size):
     """Remove heap[0]; return the new size."""
     size -= 1
-    last = heap[size]
+    last = heap[_ix(size)]
     i = 0
     while True:
         c = 4 * i + 1
         if c >= size:
             break
         best = c
-        v = heap[c]
+        v = heap[_ix(c)]
         for d in range(c + 1, min(c + 4, size)):
-            w = heap[d]
+            w = heap[_ix(d)]
             if w < v:
                 v = w
                 best = d
         if v >= last:
             break
-        heap[i] = v
+        heap[_ix(i)] = v
         i = best
     if size > 0:
-        heap[i] = last
+        heap[_ix(i)] = last
     return size
 
 
@@ -646,54 +646,54 @@ def _merge_heap(T, H, m, out, n, max_rank):
     # The m first parts are in H's ids, the ranks of their pairs in its rk. A min-heap of
     # (rank << 32 | part) over a linked list of parts: among equal ranks the heap yields
     # the leftmost pair, the same choice as the quadratic scan. Entries go stale when a
-    # neighbour merges; they are checked against the live pair's rank, kept in rk[i] for
+    # neighbour merges; they are checked against the live pair's rank, kept in rk[_ix(i)] for
     # the pair that starts at part i, when popped instead of being removed (no pair
     # lookup to find them stale).
     ids, nxt, prv, heap, rk = H
     size = 0
     for i in range(m):
-        nxt[i] = i + 1
-        prv[i] = i - 1
-    nxt[m - 1] = -1
+        nxt[_ix(i)] = i + 1
+        prv[_ix(i)] = i - 1
+    nxt[_ix(m - 1)] = -1
     for i in range(m - 1):
-        if rk[i] < NO_RANK:
-            size = _heap_push(heap, size, (rk[i] << 32) | i)
-    rk[m - 1] = NO_RANK
+        if rk[_ix(i)] < NO_RANK:
+            size = _heap_push(heap, size, (rk[_ix(i)] << 32) | i)
+    rk[_ix(m - 1)] = NO_RANK
     while size > 0:
         key = heap[0]
         size = _heap_pop(heap, size)
         r = key >> 32
         i = key & 0xFFFFFFFF
-        if ids[i] < 0:
+        if ids[_ix(i)] < 0:
             continue
-        j = nxt[i]
+        j = nxt[_ix(i)]
         if j < 0:
             continue
-        if rk[i] != r:
+        if rk[_ix(i)] != r:
             continue
         v = _new_id(T, r)
-        ids[i] = v
-        ids[j] = -1
-        k = nxt[j]
-        nxt[i] = k
-        rk[i] = NO_RANK
+        ids[_ix(i)] = v
+        ids[_ix(j)] = -1
+        k = nxt[_ix(j)]
+        nxt[_ix(i)] = k
+        rk[_ix(i)] = NO_RANK
         if k >= 0:
-            prv[k] = i
-            r3 = _pair_rank(T, v, ids[k])
+            prv[_ix(k)] = i
+            r3 = _pair_rank(T, v, ids[_ix(k)])
             if r3 < max_rank:
-                rk[i] = r3
+                rk[_ix(i)] = r3
                 size = _heap_push(heap, size, (r3 << 32) | i)
-        p = prv[i]
+        p = prv[_ix(i)]
         if p >= 0:
-            r3 = _pair_rank(T, ids[p], v)
-            rk[p] = r3 if r3 < max_rank else NO_RANK
+            r3 = _pair_rank(T, ids[_ix(p)], v)
+            rk[_ix(p)] = r3 if r3 < max_rank else NO_RANK
             if r3 < max_rank:
                 size = _heap_push(heap, size, (r3 << 32) | p)
     i = 0
     while i >= 0:
-        out[n] = ids[i]
+        out[_ix(n)] = ids[_ix(i)]
         n += 1
-        i = nxt[i]
+        i = nxt[_ix(i)]
     return n
 
 
