@@ -1318,8 +1318,13 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
 
 
 @njit
-def _encode_fused(kind, table, buf, T, C, out):
-    """Scan ``buf`` with the native scanner ``kind`` and encode it, in one nogil call."""
+def _encode_fused(kind, table, buf, Tp, C, out):
+    """Scan ``buf`` with the native scanner ``kind`` and encode it, in one nogil call.
+
+    ``Tp`` is the tables as a plain tuple: Numba's dispatcher types a plain tuple of
+    arrays in C but a NamedTuple in Python, 1 of the 4 us a short call cost.
+    """
+    T = BpeTables(*Tp)
     bounds = np.empty(buf.size + 1, np.int64)
     nb = scan_range(kind, buf, 0, buf.size, table, bounds)
     S = _scratch(buf.size)
@@ -1354,7 +1359,7 @@ def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTabl
     it must not be shared between threads.
     """
     out = np.empty(max(buf.size, 1), np.uint32)
-    n = _encode_fused(kind, table, buf, tables, _new_cache(buf.size) if cache is None else cache, out)
+    n = _encode_fused(kind, table, buf, tuple(tables), _new_cache(buf.size) if cache is None else cache, out)
     return out[:n]
 
 
