@@ -131,6 +131,19 @@ def _hash_pair(key):
 
 
 @njit_inline
+def _rank_of_key(pairs, key, shift, pmask):
+    """Rank of the pair ``key = left << bits | right`` in ``pairs``, or NO_RANK."""
+    i = np.int64(_hash_pair(key) & np.uint64(pmask))
+    while True:
+        v = pairs[_ix(i)]
+        if v < 0:
+            return NO_RANK
+        if (v >> shift) == key:
+            return v & ((np.int64(1) << shift) - 1)
+        i = (i + 1) & pmask
+
+
+@njit_inline
 def _pair_rank(T, left, right):
     """Rank of the pair (left, right), or NO_RANK when it does not merge.
 
@@ -139,18 +152,8 @@ def _pair_rank(T, left, right):
     table is too big for L2 anyway, and these lookups are what merging costs.
     """
     bits = T.pair_bits
-    shift = 63 - 2 * bits
     key = (np.int64(left) << bits) | np.int64(right)
-    h = _hash_pair(key)
-    size = T.pairs.size
-    i = np.int64(h & np.uint64(size - 1))
-    while True:
-        v = T.pairs[_ix(i)]
-        if v < 0:
-            return NO_RANK
-        if (v >> shift) == key:
-            return v & ((np.int64(1) << shift) - 1)
-        i = (i + 1) & (size - 1)
+    return _rank_of_key(T.pairs, key, 63 - 2 * bits, T.pairs.size - 1)
 
 
 @njit_inline
@@ -802,7 +805,6 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
     rank_new = T.rank_new
     bits = T.pair_bits
     shift = 63 - 2 * bits
-    rmask = (np.int64(1) << shift) - 1
     pmask = pairs.size - 1
     rank_is_id = rank_new.size == 0
     nact = nq
@@ -814,36 +816,12 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
             if binit[_ix(q)]:  # the first ranks of a piece with atoms (keys in brk)
                 binit[_ix(q)] = False
                 for pa in range(bm[_ix(q)] - 1):
-                    key = brk[_ix(base + pa)]
-                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                    i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
-                    r = NO_RANK
-                    while True:
-                        v = pairs[_ix(i)]
-                        if v < 0:
-                            break
-                        if (v >> shift) == key:
-                            r = v & rmask
-                            break
-                        i = (i + 1) & pmask
-                    brk[_ix(base + pa)] = r
+                    brk[_ix(base + pa)] = _rank_of_key(pairs, brk[_ix(base + pa)], shift, pmask)
             for side in range(2):  # the lookups prefetched last round (as _pair_rank)
                 pos = ppos[_ix(2 * q + side)]
                 if pos < 0:
                     continue
-                key = pkey[_ix(2 * q + side)]
-                hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                i = np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask))
-                r = NO_RANK
-                while True:
-                    v = pairs[_ix(i)]
-                    if v < 0:
-                        break
-                    if (v >> shift) == key:
-                        r = v & rmask
-                        break
-                    i = (i + 1) & pmask
-                brk[_ix(base + pos)] = r
+                brk[_ix(base + pos)] = _rank_of_key(pairs, pkey[_ix(2 * q + side)], shift, pmask)
             mm = bm[_ix(q)]
             best = NO_RANK
             bi = -1
@@ -866,8 +844,7 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                 if pa < 0 or pa + 1 >= mm:
                     continue
                 key = (np.int64(bids[_ix(base + pa)]) << bits) | np.int64(bids[_ix(base + pa + 1)])
-                hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                _prefetch(pairs, np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask)))
+                _prefetch(pairs, np.int64(_hash_pair(key) & np.uint64(pmask)))
                 pkey[_ix(2 * q + side)] = key
                 ppos[_ix(2 * q + side)] = pa
             if mm > 1:
@@ -1168,8 +1145,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
                 for i in range(mp - 1):
                     key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
-                    hp = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
-                    _prefetch(pairs, np.int64((hp ^ (hp >> np.uint64(31))) & np.uint64(pmask)))
+                    _prefetch(pairs, np.int64(_hash_pair(key) & np.uint64(pmask)))
                     brk[_ix(base + i)] = key
             ppos[_ix(2 * q)] = -1
             ppos[_ix(2 * q + 1)] = -1
