@@ -1053,6 +1053,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 i = (i + 1) & cmask
             if hit:
                 hslot[_ix(j)] = i
+                _prefetch(vals, slots[_ix(i), 3] & 0xFFFFFFFF)  # step 4 copies them
                 continue
             if used + m > bids.size:
                 continue  # no room left in this block: step 4 merges it alone
