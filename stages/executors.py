@@ -178,7 +178,8 @@ class RayExecutor(Executor):
         self.address = address
         self._started = False
 
-    def _ensure(self):
+    def connect(self):
+        """The ``ray`` module, connected to the cluster (or a private one started)."""
         try:
             import ray
         except ImportError:
@@ -199,7 +200,7 @@ class RayExecutor(Executor):
     def _run(self, fn, items, done, gil_free=False):
         if not items:
             return
-        ray = self._ensure()
+        ray = self.connect()
         # Ray can only wrap Python functions; a trampoline also takes builtins and
         # functools.partial objects.
         remote = ray.remote(num_cpus=1, max_retries=0)(_apply)

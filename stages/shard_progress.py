@@ -18,7 +18,8 @@ reported yet, so the bar still ends exactly at the total.
   ``executor.progress``, under the lock;
 - a local process pool: through a ``multiprocessing.Manager`` queue that a thread of
   this process drains (about 0.3 s to start, once per stage run);
-- any other executor (Ray): no channel; shards report when they finish, as before.
+- Ray: the same, through a ``ray.util.queue.Queue`` (an actor on the cluster);
+- any other executor: no channel; shards report when they finish, as before.
 
 Calls to ``executor.progress`` are serialised by a lock while the channel is open, and
 the queue is drained before each finished shard and before the bar closes, so no
@@ -33,7 +34,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from .executors import Executor, LocalExecutor, Progress
+from .executors import Executor, LocalExecutor, Progress, RayExecutor
 
 
 class Reporter:
@@ -141,9 +142,6 @@ def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iter
     this process, and reporters call the (locked) progress directly.
     """
     inline = isinstance(executor, LocalExecutor) and (executor.workers == 1 or n_items <= 1 or gil_free)
-    if not inline and not isinstance(executor, LocalExecutor):
-        yield None
-        return
     original = executor.progress
     if inline:
         wrapped = _Serialised(original)
@@ -153,27 +151,46 @@ def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iter
         finally:
             executor.progress = original
         return
+    if isinstance(executor, LocalExecutor):
+        import multiprocessing as mp
 
-    import multiprocessing as mp
-
-    manager = mp.get_context("spawn").Manager()
-    stop = threading.Event()
-    try:
-        q = manager.Queue()
-        wrapped = _Serialised(original, q)
-        executor.progress = wrapped
-
-        def pump() -> None:
-            while not stop.wait(0.2):
-                wrapped.drain()
-
-        t = threading.Thread(target=pump, name="dwstok-shard-progress", daemon=True)
-        t.start()
+        manager = mp.get_context("spawn").Manager()
         try:
-            yield Reporter(q=q)
+            with _pumped(executor, manager.Queue()) as reporter:
+                yield reporter
         finally:
-            stop.set()
-            t.join()
-            executor.progress = original
+            manager.shutdown()
+    elif isinstance(executor, RayExecutor):
+        from ray.util.queue import Queue
+
+        executor.connect()
+        q = Queue()  # an actor: tasks on any node put to it, this process drains it
+        try:
+            with _pumped(executor, q) as reporter:
+                yield reporter
+        finally:
+            q.shutdown()
+    else:
+        yield None
+
+
+@contextlib.contextmanager
+def _pumped(executor: Executor, q: Any) -> Iterator[Reporter]:
+    """Reporters that put to ``q``, drained into the executor's progress by a thread."""
+    original = executor.progress
+    wrapped = _Serialised(original, q)
+    executor.progress = wrapped
+    stop = threading.Event()
+
+    def pump() -> None:
+        while not stop.wait(0.2):
+            wrapped.drain()
+
+    t = threading.Thread(target=pump, name="dwstok-shard-progress", daemon=True)
+    t.start()
+    try:
+        yield Reporter(q=q)
     finally:
-        manager.shutdown()
+        stop.set()
+        t.join()
+        executor.progress = original

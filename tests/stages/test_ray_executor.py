@@ -52,3 +52,25 @@ def test_ray_task_error_is_the_original_error(cluster, tmp_path):
     p.write_bytes(b'{"text": "x\xff"}\n')
     with pytest.raises(InputError, match="invalid UTF-8 at byte offset 11"):
         pretokenize.run(config(), Inputs(corpus=[p]), tmp_path / "w", RayExecutor(workers=1))
+
+
+def test_ray_shards_report_progress_from_inside(cluster, tmp_path):
+    # As with a local process pool: per-batch updates arrive through a queue (here a Ray
+    # actor) while shards run, and the bar still ends exactly at the totals.
+    from .test_shard_progress import Recorder
+
+    rows = docs(300)  # ~2,700 documents: three record batches per shard
+    corpus = write_parquet(tmp_path / "c.parquet", rows, row_group_size=len(rows) // 2 + 1)
+    rec = Recorder()
+    ex = RayExecutor(workers=1, progress=rec)
+    m = pretokenize.run(config(), Inputs(corpus=[corpus]), tmp_path / "w", ex)
+    assert m.counts["shards"] == 2
+    (start,) = [c for c in rec.calls if c[0] == "start"]
+    adv = [c for c in rec.calls if c[0] == "advance"]
+    assert rec.calls[-1] == ("finish",)
+    assert sum(c[1] for c in adv) == start[1]
+    assert sum(c[2] for c in adv) == len(rows)
+    assert sum(c[3] for c in adv) == 2
+    in_shard = [c for c in adv if c[3] == 0]
+    assert len(in_shard) >= 4 and all(c[2] > 0 for c in in_shard)
+    assert ex.progress is rec
