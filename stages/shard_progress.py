@@ -161,9 +161,9 @@ def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iter
         finally:
             manager.shutdown()
     elif isinstance(executor, RayExecutor):
+        executor.connect()  # first: without Ray, a ConfigError that says how to get it
         from ray.util.queue import Queue
 
-        executor.connect()
         q = Queue()  # an actor: tasks on any node put to it, this process drains it
         try:
             with _pumped(executor, q) as reporter:
