@@ -68,6 +68,17 @@ def test_roundtrip_and_no_special_ids(tok, text):
     assert tok.encode_to_numpy(text).tolist() == ids
 
 
+def test_encode_to_numpy_holds_no_more_memory_than_its_ids():
+    # The kernel writes into room for one id a byte; the array returned must not keep
+    # that room alive (a caller keeping one array per document would hold ~5x the ids).
+    merges = [(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aaaa")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    ids = tok.encode_to_numpy(" aaaaaaaa" * 100)  # a space and one token per 9 bytes
+    assert ids.size == 200
+    held = ids.base.nbytes if ids.base is not None else ids.nbytes
+    assert held == ids.nbytes
+
+
 def test_special_text_is_ordinary_unless_allowed(tok):
     text = "<bos>hi<eos><bos>"
     plain = tok.encode(text)
