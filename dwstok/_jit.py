@@ -6,8 +6,43 @@ be exact). ``NUMBA_DISABLE_JIT=1`` turns the kernels back into readable Python.
 
 from __future__ import annotations
 
+import hashlib
+from pathlib import Path
+
 import numba
 import numpy as np
+
+
+def drop_stale_cache(package: Path, sources: list[Path]) -> None:
+    """Empty ``package``'s Numba disk cache when any ``*.py`` in ``sources`` changed.
+
+    Numba checks a cached kernel against the stamp of its own file only, yet a kernel
+    compiles in the kernels it calls from other files (bpe.py's call scan_range in
+    scanner.py). After an edit to scanner.py alone, the cached bpe kernels would still
+    run the old scanner. So a stamp of every source's size and mtime sits next to the
+    cache, and a different stamp empties it (everything compiles again, once). Only the
+    cache in ``__pycache__`` is checked; one under ``NUMBA_CACHE_DIR`` is not. A folder we
+    cannot write (an installed copy) is left as it is.
+    """
+    stamp = hashlib.sha256()
+    for folder in sources:
+        for f in sorted(folder.glob("*.py")):
+            st = f.stat()
+            stamp.update(f"{f.name} {st.st_size} {st.st_mtime_ns}\n".encode())
+    cache = package / "__pycache__"
+    mark = cache / "kernels.stamp"
+    try:
+        if mark.exists() and mark.read_text() == stamp.hexdigest():
+            return
+        for f in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
+            f.unlink(missing_ok=True)
+        cache.mkdir(exist_ok=True)
+        mark.write_text(stamp.hexdigest())
+    except OSError:
+        pass
+
+
+drop_stale_cache(Path(__file__).parent, [Path(__file__).parent])
 
 njit = numba.njit(cache=True, nogil=True)
 """Decorator for kernels: ``@njit``."""

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from dwstok._jit import njit
+import dwstok
+from dwstok._jit import drop_stale_cache, njit
 from dwstok.errors import InputError
 from dwstok.scanner import get_scanner, scan_range
 
@@ -44,6 +45,9 @@ from .manifest import (
     up_to_date,
     write_table,
 )
+
+# The kernels here compile in dwstok's scanner: a change there must empty this cache too.
+drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
 
 STAGE = "pretokenize"
 CONFIG_KEYS = ("pattern", "corpus")
