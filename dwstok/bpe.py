@@ -31,14 +31,13 @@ prefetched first, and the short pieces of a block that need merging are merged s
 side, one step each in turn, with the pair lookups of the next step prefetched, so that
 waits on memory overlap instead of following one another (``_encode_span``).
 
-Where the time goes (o200k, dev corpus, 16 MB, one core, perf samples): the tables do
-not fit in the core's cache, so lookups wait on memory, and every call of a helper that
-takes arrays costs atomic reference-count updates, which is why the per-piece loop
-(``_encode_span``) is written out flat while ``_encode_piece`` keeps the same steps
-readable. About 265 ms in all (61 MB/s): scanning about 45 ms; hashing, ``whole`` and
-cache lookups about a third; merging the 150k distinct pieces that are no token about
-120 ms (short ones side by side about 60, longer CJK runs about 40, 87 box-drawing
-lines of 8.7 KB about 17).
+Where the time goes (o200k, dev corpus, 16 MB, one core): the tables do not fit in the
+core's cache, so lookups wait on memory, and a helper call that passes many arrays costs
+atomic reference-count updates, which is why the per-piece loop (``_encode_span``) is
+written out flat while ``_encode_piece`` keeps the same steps readable. About 200 ms in
+all (75 MB/s batch): scanning 35-50 ms; tokens emitted whole 15 ms; repeats of pieces
+that are no token (cache hits) about 20 ms; merging the 149k distinct pieces that are no
+token about 80 ms (2-16 bytes 41, 17-96 bytes 30, over 96 bytes 16).
 
 >>> import numpy as np
 >>> t = build_tables(
@@ -476,23 +475,23 @@ def _scratch(nbytes=HEAP_SCRATCH):
 
 
 @njit_inline
-def _first_parts(buf, s, e, T, ids, base):
+def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
     """Write the parts merging starts from for buf[s:e] to ids[base:]; return their count.
 
     One byte each, except that a character that is an atom (see atoms.py) starts as its
     token, unless a pattern says its neighbour here might join it first. The count is
     ``e - s`` exactly when no atom was used. Atoms need valid UTF-8 around them: after a
     stray byte, or before a continuation byte, a character starts as bytes.
+    The tables come as arrays (``T.byte_ids, T.atoms, T.atom_pats``), not as ``T``:
+    inlined into ``_encode_span``'s loop, each array passed costs reference counting.
     """
-    atoms = T.atoms
-    pats = T.atom_pats
     m = 0
     i = s
     prev_ok = True  # the bytes before i end with a whole character, or i is the start
     while i < e:
         c = np.int64(buf[_ix(i)])
         if c < 0xC2 or c >= 0xF0 or atoms.size == 0:
-            ids[_ix(base + m)] = T.byte_ids[_ix(c)]
+            ids[_ix(base + m)] = byte_ids[_ix(c)]
             m += 1
             i += 1
             prev_ok = c < 0x80
@@ -507,7 +506,7 @@ def _first_parts(buf, s, e, T, ids, base):
                 if cp < 0x800:
                     cp = -1  # overlong
         if cp < 0:
-            ids[_ix(base + m)] = T.byte_ids[_ix(c)]
+            ids[_ix(base + m)] = byte_ids[_ix(c)]
             m += 1
             i += 1
             prev_ok = False
@@ -537,7 +536,7 @@ def _first_parts(buf, s, e, T, ids, base):
             m += 1
         else:
             for u in range(n):
-                ids[_ix(base + m + u)] = T.byte_ids[buf[_ix(i + u)]]
+                ids[_ix(base + m + u)] = byte_ids[buf[_ix(i + u)]]
             m += n
         i += n
         prev_ok = True
@@ -568,7 +567,7 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
             H = (np.empty(nb, np.int32), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(3 * nb, np.int64), np.empty(nb, np.int64))
         ids, rk = H[0], H[4]
     if max_rank == NO_RANK:  # atoms hold only when every merge may happen
-        m = _first_parts(buf, s, e, T, ids, 0)
+        m = _first_parts(buf, s, e, T.byte_ids, T.atoms, T.atom_pats, ids, 0)
     else:
         m = nb
         for i in range(m):
@@ -873,9 +872,10 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
        was merged.
 
     Each piece is still merged by the same quadratic scan, so ids are unchanged.
-    Flat per piece on purpose: every call of a helper that takes arrays costs atomic
-    reference-count updates, which took a quarter of the time when this was split into
-    per-piece helpers (inlined or not). Calls once a block cost nothing measurable.
+    Mostly flat per piece on purpose: split into per-piece helpers that took ``T`` (a
+    NamedTuple of 11 arrays), reference counting took a quarter of the time. Inlined
+    helpers given only the arrays they read (``_first_parts``, ``_rank_of_key``) cost
+    nothing measurable (dev: 154.4 vs 154.6 ms), nor do calls once a block.
     """
     tok_bytes = T.tok_bytes
     tok_off = T.tok_off
@@ -913,7 +913,6 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
     hslot = np.empty(nblk, np.int64)  # the cache slot step 2b found piece j in (-1: none)
     atoms = T.atoms
     atom_pats = T.atom_pats
-    use_atoms = atoms.size > 0
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         # The cache starts afresh here if need be, never inside a block: steps 2b and 4
@@ -1078,65 +1077,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
                 state[0] += 1
                 state[2] += tail
                 pslot[_ix(q)] = i
-            # the first parts (as _first_parts, written out: a helper call here costs
-            # atomic reference counts on every array it is passed)
-            mp = 0
-            i = s
-            prev_ok = True
-            while i < e:
-                c = np.int64(buf[_ix(i)])
-                if c < 0xC2 or c >= 0xF0 or not use_atoms:
-                    bids[_ix(base + mp)] = byte_ids[_ix(c)]
-                    mp += 1
-                    i += 1
-                    prev_ok = c < 0x80
-                    continue
-                nc = 2 if c < 0xE0 else 3
-                cp = -1
-                if i + nc <= e and (buf[_ix(i + 1)] & 0xC0) == 0x80:
-                    if nc == 2:
-                        cp = ((c & 0x1F) << 6) | (buf[_ix(i + 1)] & 0x3F)
-                    elif (buf[_ix(i + 2)] & 0xC0) == 0x80:
-                        cp = ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | (buf[_ix(i + 2)] & 0x3F)
-                        if cp < 0x800:
-                            cp = -1
-                if cp < 0:
-                    bids[_ix(base + mp)] = byte_ids[_ix(c)]
-                    mp += 1
-                    i += 1
-                    prev_ok = False
-                    continue
-                av = atoms[_ix(cp)]
-                if av >= 0 and not (prev_ok and (i + nc == e or (buf[_ix(i + nc)] & 0xC0) != 0x80)):
-                    av = -1
-                if av >= 0:
-                    p0 = av >> 32
-                    for qq in range(p0, p0 + ((av >> 24) & 0xFF)):
-                        code = atom_pats[_ix(qq)]
-                        kk = code & 7
-                        if (code >> 3) & 1 == 0:
-                            jp = i - kk
-                            if jp < s:
-                                continue
-                        else:
-                            jp = i + nc
-                            if jp + kk > e:
-                                continue
-                        v = np.int64(0)
-                        for u in range(kk):
-                            v |= np.int64(buf[_ix(jp + u)]) << (8 * u)
-                        if v == code >> 4:
-                            av = -1
-                            break
-                if av >= 0:
-                    bids[_ix(base + mp)] = av & 0xFFFFFF
-                    mp += 1
-                else:
-                    for u in range(nc):
-                        bids[_ix(base + mp + u)] = byte_ids[buf[_ix(i + u)]]
-                    mp += nc
-                i += nc
-                prev_ok = True
+            mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, bids, base)
             bm[_ix(q)] = mp
             used += mp
             binit[_ix(q)] = mp != m
