@@ -10,6 +10,16 @@ import numba
 import numpy as np
 
 
+def _item_pointer(context, builder, signature, args):
+    """Codegen of ``(array, index)`` intrinsics: a pointer to ``array[index]`` (flat,
+    no negative-index wraparound)."""
+    from numba.core import cgutils
+
+    aryty = signature.args[0]
+    ary = context.make_array(aryty)(context, builder, args[0])
+    return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+
+
 def _make_prefetch():
     """``prefetch(array, flat_index)``: hint the CPU to load that element's cache line.
 
@@ -28,9 +38,7 @@ def _make_prefetch():
         sig = types.void(arr, idx)
 
         def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+            ptr = _item_pointer(context, builder, signature, args)
             i8p = ir.IntType(8).as_pointer()
             i32 = ir.IntType(32)
             fnty = ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32])
@@ -56,7 +64,6 @@ def _make_load8():
         return lambda arr, i: np.uint64(int.from_bytes(bytes(arr[i : i + 8]), "little"))
     from llvmlite import ir
     from numba import types
-    from numba.core import cgutils
     from numba.extending import intrinsic
 
     @intrinsic
@@ -64,9 +71,7 @@ def _make_load8():
         sig = types.uint64(arr, idx)
 
         def codegen(context, builder, signature, args):
-            aryty = signature.args[0]
-            ary = context.make_array(aryty)(context, builder, args[0])
-            ptr = cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+            ptr = _item_pointer(context, builder, signature, args)
             return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
 
         return sig, codegen
