@@ -468,7 +468,8 @@ class Tokenizer:
                     self._caches.give(cache)
             else:
                 n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
-            return out[:n], out_doc
+            out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
+            return out, out_doc
 
         ranges = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
         if len(ranges) == 1:
@@ -476,7 +477,7 @@ class Tokenizer:
         else:
             with ThreadPoolExecutor(len(ranges)) as pool:
                 results = list(pool.map(lambda r: work(*r), ranges))
-        ids = np.concatenate([r[0] for r in results])
+        ids = results[0][0] if len(results) == 1 else np.concatenate([r[0] for r in results])
         doc_offsets = np.empty(n_docs + 1, np.int64)
         base = 0
         for (d0, d1), (part, od) in zip(ranges, results):

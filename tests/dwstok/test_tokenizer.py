@@ -79,6 +79,18 @@ def test_encode_to_numpy_holds_no_more_memory_than_its_ids():
     assert held == ids.nbytes
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_encode_utf8_batch_holds_no_more_memory_than_its_ids(threads):
+    merges = [(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aaaa")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    docs = [(" aaaaaaaa" * 100).encode()] * 3
+    offsets = np.cumsum([0] + [len(d) for d in docs])
+    ids, doc = tok.encode_utf8_batch(np.frombuffer(b"".join(docs), np.uint8), offsets, num_threads=threads)
+    assert ids.size == 600 and doc.tolist() == [0, 200, 400, 600]
+    held = ids.base.nbytes if ids.base is not None else ids.nbytes
+    assert held == ids.nbytes
+
+
 def test_special_text_is_ordinary_unless_allowed(tok):
     text = "<bos>hi<eos><bos>"
     plain = tok.encode(text)
