@@ -222,12 +222,15 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                 else:
                     while k < end and 0x61 <= buf[k] <= 0x7A:
                         k += 1
-                while k < end:
-                    e2, k2 = _step(buf, k, end, table)
-                    c2 = e2 & CAT_MASK
-                    if c2 != LOWER and c2 != LETTER and c2 != MARK:
-                        break
-                    k = k2
+                # The run goes on through Ll/Lm/Lo/M (and a-z after them). Here an ASCII
+                # byte ends it, a-z having been taken: one compare instead of a lookup.
+                if k < end and buf[k] >= 0x80:
+                    while k < end:
+                        e2, k2 = _step(buf, k, end, table)
+                        c2 = e2 & CAT_MASK
+                        if c2 != LOWER and c2 != LETTER and c2 != MARK:
+                            break
+                        k = k2
                 m = k
             elif last_both >= 0:
                 m = last_both
