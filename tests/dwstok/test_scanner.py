@@ -128,6 +128,13 @@ def test_contraction_letters_fold_as_regex_ignorecase(letter, all_codepoints):
         ("cl100k", "x  \n", ["x", "  \n"]),
         ("gpt2", "it's  IT'S", ["it", "'s", " ", " IT", "'", "S"]),
         ("gpt2", "12345 x", ["12345", " x"]),
+        # the a-z run of a word, 8 bytes at a time, and what may end or continue it
+        ("o200k", " internationalization's", [" internationalization's"]),
+        ("o200k", " abcdefghijéklmnopqrstuvwxyzß abc", [" abcdefghijéklmnopqrstuvwxyzß", " abc"]),
+        ("o200k", "abcdefghiJklmnop", ["abcdefghi", "Jklmnop"]),
+        ("o200k", "abcdefgh́ijk", ["abcdefgh́ijk"]),
+        ("o200k", "abcdefgh中文abc", ["abcdefgh中文abc"]),
+        ("o200k", "abcdefgh1abcdefghi_", ["abcdefgh", "1", "abcdefghi", "_"]),
     ],
 )
 def test_known_pieces(name, text, pieces):
