@@ -704,21 +704,11 @@ def _merge_heap(T, H, m, out, n, max_rank):
 # -------------------------------------------------------------------------------- cache
 
 
-CACHE_SLOTS = 1 << 19  # most slots a cache gets; it starts afresh when half full
-
-
-@njit
-def _cache_size(nbytes):
-    """Slots of a cache for ``nbytes`` of text: one per 8 bytes, from 64 to CACHE_SLOTS.
-
-    Dev (16 MB) has 149k distinct pieces that are no token. At 2^18 slots the cache
-    started afresh in the middle of it and merged its later repeats again: a first pass
-    took 192 ms against 187 at 2^19, and a second pass over the same text 196 against 99.
-    """
-    size = 64
-    while size < nbytes // 8 and size < CACHE_SLOTS:
-        size *= 2
-    return size
+# Most slots a cache gets; it starts afresh when half full. Dev (16 MB) has 149k distinct
+# pieces that are no token: at 2^18 slots the cache started afresh in the middle of it
+# and merged their later repeats again. A first pass took 216.5 ms against 199.9 at 2^19
+# (medians of 6), a second pass over the same text 215.8 against 113.8.
+CACHE_SLOTS = 1 << 19
 
 
 @njit
@@ -732,7 +722,9 @@ def _new_cache(nbytes):
     ``keys`` for 8 bytes (dev's pieces average 3.9 ids and 9 bytes past the 16th, and
     at most half the slots are used).
     """
-    size = _cache_size(nbytes)
+    size = 64  # a slot per 8 bytes of text
+    while size < nbytes // 8 and size < CACHE_SLOTS:
+        size *= 2
     slots = np.full((size, 4), -1, np.int64)
     vals = np.empty(4 * size, np.int32)
     keys = np.empty(8 * size, np.uint8)
@@ -741,15 +733,8 @@ def _new_cache(nbytes):
 
 
 def new_cache(nbytes: int = 1 << 22):
-    """A piece cache to keep across calls (one per thread: kernels write to it).
-
-    Allocated by NumPy rather than in a kernel: NumPy asks the kernel for huge pages on
-    arrays this big, which spares the random lookups some TLB misses (dev: cache hits
-    26 -> 23 ms).
-    """
-    size = int(_cache_size(nbytes))
-    return (np.full((size, 4), -1, np.int64), np.empty(4 * size, np.int32), np.zeros(3, np.int64),
-            np.empty(8 * size, np.uint8))
+    """A piece cache to keep across calls (one per thread: kernels write to it)."""
+    return _new_cache(nbytes)
 
 
 @njit_inline

@@ -219,7 +219,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                         k += ctz(other) >> 3
                         break
                     k += 8
-                else:
+                else:  # no break: fewer than 8 bytes left, one at a time
                     while k < end and 0x61 <= buf[k] <= 0x7A:
                         k += 1
                 # The run goes on through Ll/Lm/Lo/M (and a-z after them). Here an ASCII
