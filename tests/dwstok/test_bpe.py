@@ -176,6 +176,17 @@ def test_flat_span_kernel_equals_readable_piece_steps():
     assert out[:n].tolist() == bpe.encode_bounds(buf, bounds, t).tolist()
 
 
+def test_empty_pieces_give_no_ids():
+    # No scanner makes an empty piece, but bounds that repeat must not read garbage.
+    tokens, t = ranks_tables(11, 60)
+    rng = random.Random(9)
+    text = "".join(rng.choice(["ab", " c", "abba", "  ", "c" * 30, "a"]) for _ in range(300)).encode()
+    buf = np.frombuffer(text, np.uint8)
+    cuts = sorted({0, len(text), *rng.sample(range(len(text)), 200)})
+    doubled = np.array(sorted(cuts + rng.sample(cuts, 100)), np.int64)  # empty pieces between repeats
+    assert bpe.encode_bounds(buf, doubled, t).tolist() == bpe.encode_bounds(buf, np.array(cuts, np.int64), t).tolist()
+
+
 def test_cache_kept_across_calls_and_reset_when_full():
     from dwstok.scanner import get_scanner
 
