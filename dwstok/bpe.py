@@ -34,11 +34,11 @@ waits on memory overlap instead of following one another (``_encode_span``).
 Where the time goes (o200k, dev corpus, 16 MB, one core): the tables do not fit in the
 core's cache, so lookups wait on memory, and a helper call that passes many arrays costs
 atomic reference-count updates, which is why the per-piece loop (``_encode_span``) is
-written out flat while ``_encode_piece`` keeps the same steps readable. About 185 ms in
-all (86 MB/s batch, kernel only). A sampling profile of a first pass: ``_encode_span``
+written out flat while ``_encode_piece`` keeps the same steps readable. About 178 ms in
+all (89 MB/s batch, kernel only). A sampling profile of a first pass: ``_encode_span``
 44% (lookups, cache, setting up merges), ``_merge_side_by_side`` 26%, scanning 18%, the
 heap merge of pieces over 96 bytes 5%. A second pass over the same text (every piece
-cached) takes about 100 ms. The hottest instructions are prefetches and the loads they
+cached) takes about 94 ms. The hottest instructions are prefetches and the loads they
 served: the kernels wait on memory even with a block of lookups in flight.
 
 >>> import numpy as np
