@@ -1333,11 +1333,12 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, C, out, out_doc):
     return n
 
 
-def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables, cache=None) -> np.ndarray:
+def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables | tuple, cache=None) -> np.ndarray:
     """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32).
 
     ``cache`` (from :func:`new_cache`) carries merged pieces over from earlier calls;
-    it must not be shared between threads.
+    it must not be shared between threads. ``tables`` may also come as ``tuple(tables)``,
+    what the kernel takes, made once by the caller.
     """
     out = np.empty(max(buf.size, 1), np.uint32)
     n = _encode_fused(kind, table, buf, tuple(tables), _new_cache(buf.size) if cache is None else cache, out)

@@ -133,6 +133,10 @@ class Tokenizer:
             tokens, m[:, 0], m[:, 1], m[:, 2], rule=merge_rule, skip=special_ids | {i for i, t in enumerate(tokens) if not t}
         )
         self._scanner = get_scanner(self.pattern)
+        # What a per-document call hands the fused kernel, the tables as the plain tuple it
+        # takes: made once, not per call (0.25 of the 4.5 us a short call costs)
+        sc = self._scanner
+        self._fused = (sc.kind, sc.table, tuple(self._tables)) if sc.kind >= 0 else None
         self._special_res: dict[frozenset, re.Pattern] = {}
         self._caches = _CachePool()
 
@@ -353,10 +357,11 @@ class Tokenizer:
         arr = np.frombuffer(buf, np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else buf
         if arr.size == 0:
             return np.zeros(0, np.uint32)
-        if self._scanner.kind >= 0:
+        if self._fused is not None:
+            kind, table, tables = self._fused
             cache = self._caches.take()
             try:
-                return bpe.encode_native(self._scanner.kind, self._scanner.table, arr, self._tables, cache)
+                return bpe.encode_native(kind, table, arr, tables, cache)
             finally:
                 self._caches.give(cache)
         return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
