@@ -71,6 +71,7 @@ HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap a
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
 NO_RANK = np.int64(1 << 40)
 PENDING = np.int64(0xFFFFFFFF)  # a cache slot's number of ids while they are being merged
+FEW_PIECES = 16  # a call with up to this many pieces encodes them one by one, see _encode_fused
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together, see _encode_span
 
 
@@ -90,6 +91,66 @@ class BpeTables(NamedTuple):
     atoms: np.ndarray  # int64 [0x10000] by code point: (pattern start << 32) | (patterns << 24) | id; -1 = none
     atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
     longs: np.ndarray  # int64 [size, 3]: longer tokens: bytes 0-7 and 8-15 packed, (length << 32) | id
+
+
+# Field order of a packed model (see pack_tables): the arrays, then pair_bits.
+_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs")
+_PACKED_DTYPES = {f: np.dtype(np.uint8 if f == "tok_bytes" else np.int32 if f in ("byte_ids", "rank_new") else np.int64) for f in _PACKED_FIELDS}
+_PACKED_COLS = {"whole": 2, "longs": 3}
+_HEADER = 32  # int64 words before the first array: (start, count) per array, then pair_bits
+
+
+def pack_tables(T: BpeTables) -> np.ndarray:
+    """All of ``T`` in one int64 array: a header of where each array starts and how many
+    items it has, then the arrays, each from an 8-byte boundary.
+
+    Why: a call into Numba unboxes every array argument, about 60 ns each. The tables as
+    11 arrays cost 0.85 us of the 4.4 a short call took; as one array they cost one.
+    The kernels take views of it again (``_unpack_tables``), which costs nothing.
+
+    >>> t = build_tables([bytes([b]) for b in range(256)], [], [], [], rule="merges")
+    >>> back = unpack_tables(pack_tables(t))
+    >>> all(np.array_equal(a, b) for a, b in zip(back, t))
+    True
+    """
+    arrays = [np.ascontiguousarray(getattr(T, f), _PACKED_DTYPES[f]) for f in _PACKED_FIELDS]
+    words = [(a.nbytes + 7) // 8 for a in arrays]
+    P = np.zeros(_HEADER + sum(words), np.int64)
+    at = _HEADER
+    for i, (a, w) in enumerate(zip(arrays, words)):
+        P[2 * i], P[2 * i + 1] = at, a.size
+        P[at : at + w].view(np.uint8)[: a.nbytes] = a.reshape(-1).view(np.uint8)
+        at += w
+    P[2 * len(arrays)] = T.pair_bits
+    return P
+
+
+def unpack_tables(P: np.ndarray) -> BpeTables:
+    """The tables in ``P`` (from :func:`pack_tables`) as views, no copy."""
+    views = []
+    for i, f in enumerate(_PACKED_FIELDS):
+        at, n = int(P[2 * i]), int(P[2 * i + 1])
+        dtype = _PACKED_DTYPES[f]
+        a = P[at : at + (n * dtype.itemsize + 7) // 8].view(dtype)[:n]
+        views.append(a.reshape(-1, _PACKED_COLS[f]) if f in _PACKED_COLS else a)
+    return BpeTables(*views[:4], int(P[2 * len(views)]), *views[4:])
+
+
+@njit_inline
+def _unpack_tables(P):
+    return BpeTables(
+        P[P[0] : P[0] + (P[1] + 7) // 8].view(np.uint8)[: P[1]],
+        P[P[2] : P[2] + P[3]],
+        P[P[4] : P[4] + (P[5] + 1) // 2].view(np.int32)[: P[5]],
+        P[P[6] : P[6] + P[7]],
+        P[20],
+        P[P[8] : P[8] + (P[9] + 1) // 2].view(np.int32)[: P[9]],
+        P[P[10] : P[10] + P[11]],
+        P[P[12] : P[12] + P[13]].reshape(P[13] // 2, 2),
+        P[P[14] : P[14] + P[15]],
+        P[P[16] : P[16] + P[17]],
+        P[P[18] : P[18] + P[19]].reshape(P[19] // 3, 3),
+    )
 
 
 # ---------------------------------------------------------------------------- hashing
@@ -712,29 +773,49 @@ CACHE_SLOTS = 1 << 19
 
 
 @njit
-def _new_cache(nbytes):
-    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call).
+def _new_cache_packed(nbytes):
+    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call),
+    as one int64 array, so that a call hands it to a kernel as one argument.
 
     A slot is 32 bytes, two to a cache line: the piece's bytes 0-7 and 8-15 packed, then
     ``(length << 32) | number of ids`` (-1: empty), then ``(start of its bytes from 16 on
     in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
     or found missing, from its slot alone. ``vals`` has room for 4 ids a slot and
     ``keys`` for 8 bytes (dev's pieces average 3.9 ids and 9 bytes past the 16th, and
-    at most half the slots are used).
+    at most half the slots are used). The array: a word with the number of slots, the
+    slots, then ``vals`` (2 int32 a word), 3 words of ``state`` (used slots, vals, key
+    bytes), then ``keys`` (8 bytes a word); ``_cache_views`` takes them apart.
     """
     size = 64  # a slot per 8 bytes of text
     while size < nbytes // 8 and size < CACHE_SLOTS:
         size *= 2
-    slots = np.full((size, 4), -1, np.int64)
-    vals = np.empty(4 * size, np.int32)
-    keys = np.empty(8 * size, np.uint8)
-    state = np.zeros(3, np.int64)  # used slots, used vals, used key bytes
+    P = np.empty(1 + 4 * size + 2 * size + 3 + size, np.int64)
+    P[0] = size
+    P[1 : 1 + 4 * size] = -1
+    P[1 + 6 * size : 4 + 6 * size] = 0
+    return P
+
+
+@njit_inline
+def _cache_views(P):
+    """``(slots, vals, state, keys)`` of a packed cache, as views."""
+    size = P[0]
+    slots = P[1 : 1 + 4 * size].reshape(size, 4)
+    vals = P[1 + 4 * size : 1 + 6 * size].view(np.int32)
+    state = P[1 + 6 * size : 4 + 6 * size]
+    keys = P[4 + 6 * size : 4 + 7 * size].view(np.uint8)
     return slots, vals, state, keys
 
 
-def new_cache(nbytes: int = 1 << 22):
+@njit
+def _new_cache(nbytes):
+    """A fresh cache as ``(slots, vals, state, keys)``, for one call."""
+    return _cache_views(_new_cache_packed(nbytes))
+
+
+def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     """A piece cache to keep across calls (one per thread: kernels write to it)."""
-    return _new_cache(nbytes)
+    return _new_cache_packed(nbytes)
 
 
 @njit_inline
@@ -1268,23 +1349,28 @@ def _encode_piece(buf, s, e, T, C, S, out, n):
 
 
 @njit
-def _encode_bounds(buf, bounds, T, out):
+def _encode_bounds(buf, bounds, P, out):
+    T = _unpack_tables(P)
     C = _new_cache(buf.size)
     S = _scratch(buf.size)
     return _encode_span(buf, bounds, 0, bounds.size - 1, T, C, S, out, 0)
 
 
-def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables) -> np.ndarray:
-    """Ids of the pretokens ``buf[bounds[k]:bounds[k+1]]`` (uint32)."""
+def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables | np.ndarray) -> np.ndarray:
+    """Ids of the pretokens ``buf[bounds[k]:bounds[k+1]]`` (uint32). ``tables`` may come
+    packed (:func:`pack_tables`), as a Tokenizer keeps them."""
+    P = tables if isinstance(tables, np.ndarray) else pack_tables(tables)
     out = np.empty(max(buf.size, 1), np.uint32)
-    n = _encode_bounds(buf, np.asarray(bounds, np.int64), tables, out)
-    out.resize(n, refcheck=False)  # in place, see encode_native
+    n = _encode_bounds(buf, np.asarray(bounds, np.int64), P, out)
+    out.resize(n, refcheck=False)  # in place (a realloc): room for one id a byte is 4-5x too much
     return out
 
 
 @njit
-def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
-    """Encode documents d0..d1; the pieces of document d are bounds[doc_bidx[d]:doc_bidx[d+1]+1]."""
+def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
+    """Encode documents d0..d1; the pieces of document d are bounds[doc_bidx[d]:doc_bidx[d+1]+1].
+    ``P``: the packed tables."""
+    T = _unpack_tables(P)
     C = _new_cache(data.size if d1 <= d0 else bounds[doc_bidx[d1]] - bounds[doc_bidx[d0]])
     S = _scratch(data.size if d1 <= d0 else bounds[doc_bidx[d1]] - bounds[doc_bidx[d0]])
     n = 0
@@ -1299,23 +1385,42 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, T, out, out_doc):
 
 
 @njit
-def _encode_fused(kind, table, buf, Tp, C, out):
-    """Scan ``buf`` with the native scanner ``kind`` and encode it, in one nogil call.
+def _encode_fused(kind, table, buf, P, CP):
+    """Ids of ``buf``, scanned with the native scanner ``kind`` and encoded in one nogil
+    call, as an array of their own.
 
-    ``Tp`` is the tables as a plain tuple: Numba's dispatcher types a plain tuple of
-    arrays in C but a NamedTuple in Python, 1 of the 4 us a short call cost.
+    ``P`` is the packed tables and ``CP`` a packed cache: one argument each, not 15 (a
+    short call spent 1.25 us of its 4.4 in Numba's dispatcher unboxing arrays). The ids
+    go to room for one a byte, then to an array of their size: text has one a 4-5
+    bytes, and a view would keep all the room alive (per document on dev: 64 MB instead
+    of 13). The copy is 0.1% of the time; the dispatcher unboxing an ``out`` argument
+    and NumPy shrinking it cost a short call 0.5 us.
     """
-    T = BpeTables(*Tp)
+    T = _unpack_tables(P)
+    C = _cache_views(CP)
     bounds = np.empty(buf.size + 1, np.int64)
     nb = scan_range(kind, buf, 0, buf.size, table, bounds)
     S = _scratch(buf.size)
-    return _encode_span(buf, bounds, 0, nb, T, C, S, out, 0)
+    out = np.empty(buf.size, np.uint32)
+    if nb > FEW_PIECES:
+        n = _encode_span(buf, bounds, 0, nb, T, C, S, out, 0)
+        return out[:n].copy()
+    # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
+    # over many pieces; its setup (17 arrays) cost more than "hello world" did.
+    n = 0
+    for k in range(nb):
+        if bounds[k + 1] > bounds[k]:
+            n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    return out[:n].copy()
 
 
 @njit
-def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, C, out, out_doc):
+def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
     """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]]),
-    with the piece cache ``C`` (from :func:`new_cache`; it may come from earlier calls)."""
+    with the packed tables ``P`` and the piece cache ``CP`` (from :func:`new_cache`; it
+    may come from earlier calls)."""
+    T = _unpack_tables(P)
+    C = _cache_views(CP)
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
@@ -1333,21 +1438,16 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, T, C, out, out_doc):
     return n
 
 
-def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: BpeTables | tuple, cache=None) -> np.ndarray:
+def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: np.ndarray, cache=None) -> np.ndarray:
     """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32).
 
-    ``cache`` (from :func:`new_cache`) carries merged pieces over from earlier calls;
-    it must not be shared between threads. ``tables`` may also come as ``tuple(tables)``,
-    what the kernel takes, made once by the caller.
+    ``tables`` is packed (:func:`pack_tables`, made once by the caller; a BpeTables is
+    packed per call). ``cache`` (from
+    :func:`new_cache`) carries merged pieces over from earlier calls; it must not be
+    shared between threads.
     """
-    out = np.empty(max(buf.size, 1), np.uint32)
-    n = _encode_fused(kind, table, buf, tuple(tables), _new_cache(buf.size) if cache is None else cache, out)
-    # ``out`` has room for one id a byte; text has about one a 4-5 bytes. A view would
-    # keep all of it alive in every array a caller keeps (dev kept per document: 64 MB
-    # instead of 13 MB). Shrinking it in place (realloc) gives the rest back without a
-    # copy; nothing else refers to ``out`` yet.
-    out.resize(n, refcheck=False)
-    return out
+    P = tables if isinstance(tables, np.ndarray) else pack_tables(tables)
+    return _encode_fused(kind, table, buf, P, _new_cache_packed(buf.size) if cache is None else cache)
 
 
 @njit

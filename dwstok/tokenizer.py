@@ -129,14 +129,20 @@ class Tokenizer:
                     f"merge ({left}, {right}) -> {new} is inconsistent: {tokens[left]!r} + {tokens[right]!r}"
                     f" is not {tokens[new]!r}"
                 )
-        self._tables = bpe.build_tables(
+        tables = bpe.build_tables(
             tokens, m[:, 0], m[:, 1], m[:, 2], rule=merge_rule, skip=special_ids | {i for i, t in enumerate(tokens) if not t}
         )
+        # The kernels take the tables as one array (one argument to unbox per call, not 11);
+        # ``_tables`` is views of it, so the arrays are held once.
+        self._packed = bpe.pack_tables(tables)
         self._scanner = get_scanner(self.pattern)
-        # What a per-document call hands the fused kernel, the tables as the plain tuple it
-        # takes: made once, not per call (0.25 of the 4.5 us a short call costs)
+        self._set_runtime()
+
+    def _set_runtime(self) -> None:
+        """What encoding needs beyond the model: views of the tables, caches, the fused path."""
+        self._tables = bpe.unpack_tables(self._packed)
         sc = self._scanner
-        self._fused = (sc.kind, sc.table, tuple(self._tables)) if sc.kind >= 0 else None
+        self._fused = (sc.kind, sc.table, self._packed) if sc.kind >= 0 else None
         self._special_res: dict[frozenset, re.Pattern] = {}
         self._caches = _CachePool()
 
@@ -336,14 +342,16 @@ class Tokenizer:
         return out
 
     def __getstate__(self) -> dict:
-        # For process pools: everything but the piece caches.
+        # For process pools: the model and the packed tables, not the views of them (a
+        # pickled view is a copy) nor the piece caches.
         state = dict(self.__dict__)
-        state.pop("_caches", None)
+        for k in ("_caches", "_tables", "_fused", "_special_res"):
+            state.pop(k, None)
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._caches = _CachePool()
+        self._set_runtime()
 
     def __repr__(self) -> str:
         return (
@@ -353,18 +361,18 @@ class Tokenizer:
 
     # ------------------------------------------------------------------ encoding
 
-    def _encode_bytes(self, buf: bytes | np.ndarray) -> np.ndarray:
-        arr = np.frombuffer(buf, np.uint8) if isinstance(buf, (bytes, bytearray, memoryview)) else buf
-        if arr.size == 0:
+    def _encode_bytes(self, buf: bytes) -> np.ndarray:
+        if not buf:
             return np.zeros(0, np.uint32)
-        if self._fused is not None:
-            kind, table, tables = self._fused
-            cache = self._caches.take()
-            try:
-                return bpe.encode_native(kind, table, arr, tables, cache)
-            finally:
-                self._caches.give(cache)
-        return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._tables)
+        arr = np.frombuffer(buf, np.uint8)
+        if self._fused is None:
+            return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._packed)
+        kind, table, tables = self._fused
+        cache = self._caches.take()
+        try:
+            return bpe._encode_fused(kind, table, arr, tables, cache)
+        finally:
+            self._caches.give(cache)
 
     def _allowed(self, allowed_special) -> frozenset:
         if not allowed_special:  # the usual case, once per call
@@ -468,11 +476,11 @@ class Tokenizer:
                 sc = self._scanner
                 cache = self._caches.take()
                 try:
-                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._tables, cache, out, out_doc)
+                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._packed, cache, out, out_doc)
                 finally:
                     self._caches.give(cache)
             else:
-                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._tables, out, out_doc)
+                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._packed, out, out_doc)
             out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
             return out, out_doc
 

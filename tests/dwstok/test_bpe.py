@@ -201,6 +201,29 @@ def test_cache_kept_across_calls_and_reset_when_full():
         assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
 
 
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+def test_few_pieces_one_by_one_match_the_blocked_path(rule):
+    # A call with up to FEW_PIECES pieces encodes them one by one (_encode_piece); more
+    # go through the blocked _encode_span. Both, with a fresh or a tiny (often emptied)
+    # cache, give the reference ids.
+    from dwstok.scanner import get_scanner
+
+    sc = get_scanner("gpt2")
+    t, ref = _tables_and_reference(rule, 31)
+    rng = random.Random(4)
+    cache = bpe.new_cache(64)
+    for n_pieces in [1, 2, bpe.FEW_PIECES - 1, bpe.FEW_PIECES, bpe.FEW_PIECES + 1, 3 * bpe.FEW_PIECES]:
+        for _ in range(30):
+            words = ["".join(rng.choice("ab c") for _ in range(rng.randint(1, 12))).replace(" ", "") or "a" for _ in range(n_pieces)]
+            text = " ".join(words).encode()
+            buf = np.frombuffer(text, np.uint8)
+            bounds = sc.bounds(buf)
+            assert bounds.size - 1 == n_pieces
+            want = [i for k in range(n_pieces) for i in ref(text[bounds[k] : bounds[k + 1]])]
+            assert bpe.encode_native(sc.kind, sc.table, buf, t).tolist() == want
+            assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
+
+
 def _tables_and_reference(rule: str, seed: int):
     """Small random tables of either rule, and a pure-Python reference encoder of a piece."""
     if rule == "ranks":
@@ -243,7 +266,7 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
         return bpe._encode_span(buf, bounds, 0, bounds.size - 1, T, C, bpe._scratch(buf.size), out, 0)
 
     out = np.empty(buf.size, np.uint32)
-    n = with_cache(buf, bounds, t, bpe.new_cache(64), out)
+    n = with_cache(buf, bounds, t, bpe._new_cache(64), out)
     assert out[:n].tolist() == want
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
