@@ -69,3 +69,16 @@ def ix(i):
     Only for indices that are never negative.
     """
     return np.uint64(i)
+
+
+def as_u8(buf):
+    """``buf`` as a uint8 array, inside a kernel: a ``bytes`` object passed as it is
+    (0.2 us cheaper than ``np.frombuffer`` in Python before the call), or an array."""
+    return np.frombuffer(buf, np.uint8) if isinstance(buf, bytes) else buf
+
+
+@numba.extending.overload(as_u8, inline="always")
+def _as_u8(buf):
+    if isinstance(buf, numba.types.Bytes):
+        return lambda buf: np.frombuffer(buf, np.uint8)
+    return lambda buf: buf

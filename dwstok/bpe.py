@@ -61,7 +61,7 @@ import numpy as np
 from ._intrinsics import load8 as _load8
 from ._intrinsics import prefetch as _prefetch
 from ._jit import ix as _ix
-from ._jit import njit, njit_inline
+from ._jit import as_u8, njit, njit_inline
 from .scanner import scan_range
 
 SMALL = 20  # _encode_span has room for this many parts a piece on average for merging side by side
@@ -1353,7 +1353,7 @@ def _encode_bounds(buf, bounds, P, out):
     T = _unpack_tables(P)
     C = _new_cache(buf.size)
     S = _scratch(buf.size)
-    return _encode_span(buf, bounds, 0, bounds.size - 1, T, C, S, out, 0)
+    return _encode_span(buf, bounds, 0, bounds.size - 1, T, C, S, out, np.int64(0))  # int64 as elsewhere: one compiled _encode_span, not two
 
 
 def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables | np.ndarray) -> np.ndarray:
@@ -1385,9 +1385,9 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
 
 
 @njit
-def _encode_fused(kind, table, buf, P, CP):
-    """Ids of ``buf``, scanned with the native scanner ``kind`` and encoded in one nogil
-    call, as an array of their own.
+def _encode_fused(kind, table, text, P, CP):
+    """Ids of UTF-8 ``text`` (bytes or a uint8 array), scanned with the native scanner
+    ``kind`` and encoded in one nogil call, as an array of their own.
 
     ``P`` is the packed tables and ``CP`` a packed cache: one argument each, not 15 (a
     short call spent 1.25 us of its 4.4 in Numba's dispatcher unboxing arrays). The ids
@@ -1396,6 +1396,7 @@ def _encode_fused(kind, table, buf, P, CP):
     of 13). The copy is 0.1% of the time; the dispatcher unboxing an ``out`` argument
     and NumPy shrinking it cost a short call 0.5 us.
     """
+    buf = as_u8(text)
     T = _unpack_tables(P)
     C = _cache_views(CP)
     bounds = np.empty(buf.size + 1, np.int64)
@@ -1403,7 +1404,7 @@ def _encode_fused(kind, table, buf, P, CP):
     S = _scratch(buf.size)
     out = np.empty(buf.size, np.uint32)
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, 0, nb, T, C, S, out, 0)
+        n = _encode_span(buf, bounds, 0, nb, T, C, S, out, np.int64(0))
         return out[:n].copy()
     # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
     # over many pieces; its setup (17 arrays) cost more than "hello world" did.
@@ -1438,8 +1439,8 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
     return n
 
 
-def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: np.ndarray, cache=None) -> np.ndarray:
-    """Ids of UTF-8 ``buf`` pretokenized by the native scanner ``kind`` (uint32).
+def encode_native(kind: int, table: np.ndarray, buf: np.ndarray | bytes, tables: np.ndarray, cache=None) -> np.ndarray:
+    """Ids of UTF-8 ``buf`` (an array or bytes) pretokenized by the native scanner ``kind`` (uint32).
 
     ``tables`` is packed (:func:`pack_tables`, made once by the caller; a BpeTables is
     packed per call). ``cache`` (from
@@ -1447,7 +1448,7 @@ def encode_native(kind: int, table: np.ndarray, buf: np.ndarray, tables: np.ndar
     shared between threads.
     """
     P = tables if isinstance(tables, np.ndarray) else pack_tables(tables)
-    return _encode_fused(kind, table, buf, P, _new_cache_packed(buf.size) if cache is None else cache)
+    return _encode_fused(kind, table, buf, P, _new_cache_packed(len(buf)) if cache is None else cache)
 
 
 @njit

@@ -364,13 +364,13 @@ class Tokenizer:
     def _encode_bytes(self, buf: bytes) -> np.ndarray:
         if not buf:
             return np.zeros(0, np.uint32)
-        arr = np.frombuffer(buf, np.uint8)
         if self._fused is None:
+            arr = np.frombuffer(buf, np.uint8)
             return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._packed)
         kind, table, tables = self._fused
         cache = self._caches.take()
         try:
-            return bpe._encode_fused(kind, table, arr, tables, cache)
+            return bpe._encode_fused(kind, table, buf, tables, cache)  # bytes as they are
         finally:
             self._caches.give(cache)
 
