@@ -770,6 +770,11 @@ def _merge_heap(T, H, m, out, n, max_rank):
 # and merged their later repeats again. A first pass took 216.5 ms against 199.9 at 2^19
 # (medians of 6), a second pass over the same text 215.8 against 113.8.
 CACHE_SLOTS = 1 << 19
+CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized for
+
+
+_CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots never straddle a line
+CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
 
 
 @njit
@@ -782,17 +787,17 @@ def _new_cache_packed(nbytes):
     in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
     or found missing, from its slot alone. ``vals`` has room for 4 ids a slot and
     ``keys`` for 8 bytes (dev's pieces average 3.9 ids and 9 bytes past the 16th, and
-    at most half the slots are used). The array: a word with the number of slots, the
-    slots, then ``vals`` (2 int32 a word), 3 words of ``state`` (used slots, vals, key
-    bytes), then ``keys`` (8 bytes a word); ``_cache_views`` takes them apart.
+    at most half the slots are used). The array: a head of 8 words (the number of
+    slots; ``state``: used slots, vals, key bytes and how often it started afresh), the
+    slots, ``vals`` (2 int32 a word), then ``keys`` (8 bytes a word).
     """
     size = 64  # a slot per 8 bytes of text
     while size < nbytes // 8 and size < CACHE_SLOTS:
         size *= 2
-    P = np.empty(1 + 4 * size + 2 * size + 3 + size, np.int64)
+    P = np.empty(_CACHE_HEAD + 7 * size, np.int64)
+    P[:_CACHE_HEAD] = 0
     P[0] = size
-    P[1 : 1 + 4 * size] = -1
-    P[1 + 6 * size : 4 + 6 * size] = 0
+    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
     return P
 
 
@@ -800,11 +805,16 @@ def _new_cache_packed(nbytes):
 def _cache_views(P):
     """``(slots, vals, state, keys)`` of a packed cache, as views."""
     size = P[0]
-    slots = P[1 : 1 + 4 * size].reshape(size, 4)
-    vals = P[1 + 4 * size : 1 + 6 * size].view(np.int32)
-    state = P[1 + 6 * size : 4 + 6 * size]
-    keys = P[4 + 6 * size : 4 + 7 * size].view(np.uint8)
-    return slots, vals, state, keys
+    at = _CACHE_HEAD
+    slots = P[at : at + 4 * size].reshape(size, 4)
+    vals = P[at + 4 * size : at + 6 * size].view(np.int32)
+    keys = P[at + 6 * size : at + 7 * size].view(np.uint8)
+    return slots, vals, P[1:5], keys
+
+
+def cache_capacity(cache: np.ndarray) -> int:
+    """Bytes of text a packed cache was sized for (its slots times 8)."""
+    return (cache.size - _CACHE_HEAD) // 7 * 8
 
 
 @njit
@@ -814,7 +824,8 @@ def _new_cache(nbytes):
 
 
 def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
-    """A piece cache to keep across calls (one per thread: kernels write to it)."""
+    """A piece cache to keep across calls (one per thread: kernels write to it), sized
+    for ``nbytes`` of text: a slot per 8 bytes, from 64 to ``CACHE_SLOTS``."""
     return _new_cache_packed(nbytes)
 
 
@@ -861,6 +872,7 @@ def _cache_put(C, buf, s, e, h, out, n0, n1):
         state[0] = 0
         state[1] = 0
         state[2] = 0
+        state[3] += 1
         if cnt > vals.size or tail > keys.size:
             return
     i = np.int64(h & np.uint64(size - 1))
@@ -1023,6 +1035,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
             state[0] = 0
             state[1] = 0
             state[2] = 0
+            state[3] += 1  # the pool gives a cache that starts afresh a bigger one
         # -- 1. hash (as _hash_bytes) and prefetch. The pieces are first listed by kind,
         # without a branch, so that each kind is then taken in a loop of its own instead
         # of branching on the kind piece by piece (a branch that mixed text mispredicts)

@@ -33,6 +33,7 @@ __all__ = ["Tokenizer", "TokenIdError"]
 
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
+_RESETS = bpe.CACHE_RESETS  # a local name: read once per call
 
 
 def _utf8(text: str, offset: int = 0) -> bytes:
@@ -53,28 +54,44 @@ class _CachePool:
 
     Encoding call after call (document by document, or batch after batch of a shard),
     later calls reuse the words earlier ones merged. A kernel writes to its cache, so a
-    call takes one for itself and gives it back. A cache has 2^19 slots (28 MB), room
-    for the 149k distinct pieces that are no token in the 16 MB dev corpus.
+    call takes one for itself and gives it back.
+
+    A cache grows with use, up to 2^19 slots (28 MB, room for the 149k distinct pieces
+    that are no token in the 16 MB dev corpus): it is sized for the call that takes it,
+    at least ``MIN_BYTES``, and one that had to start afresh comes back 8 times bigger.
+    So short texts on many threads hold 230 KB a thread, not 28 MB.
     """
+
+    MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
 
     def __init__(self):
         self._free: list = []
 
-    def take(self):
-        """A cache for this call; give it back with :meth:`give` (``try``/``finally``).
+    def take(self, nbytes: int):
+        """A cache for a call on ``nbytes`` of text; give it back with :meth:`give`
+        (``try``/``finally``).
 
         Plain methods, not a context manager: this runs once per document, and a
         generator-based ``with`` cost about 1.5 us of the 8 us a short call spends in Python.
         No lock either: ``list.pop`` and ``list.append`` are atomic.
         """
         try:
-            return self._free.pop()
+            cache = self._free.pop()
         except IndexError:
-            return bpe.new_cache(1 << 22)
+            return bpe.new_cache(max(nbytes, self.MIN_BYTES))
+        # (a cache of ``size`` words has room for more than ``size`` bytes: one compare
+        # settles short calls)
+        if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
+            return bpe.new_cache(nbytes)  # its pieces are dropped: this call alone has more
+        return cache
 
     def give(self, cache) -> None:
+        if cache[_RESETS]:  # it had to start afresh: next time a bigger one, empty
+            if bpe.cache_capacity(cache) < bpe.CACHE_MAX_CAPACITY:
+                cache = bpe.new_cache(8 * bpe.cache_capacity(cache))
+            else:
+                cache[_RESETS] = 0
         self._free.append(cache)
-
 
 class Tokenizer:
     """A byte-level BPE tokenizer: a pretokenizer pattern, a vocabulary, merges, specials.
@@ -368,7 +385,7 @@ class Tokenizer:
             arr = np.frombuffer(buf, np.uint8)
             return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._packed)
         kind, table, tables = self._fused
-        cache = self._caches.take()
+        cache = self._caches.take(len(buf))
         try:
             return bpe._encode_fused(kind, table, buf, tables, cache)  # bytes as they are
         finally:
@@ -474,7 +491,7 @@ class Tokenizer:
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             if native:
                 sc = self._scanner
-                cache = self._caches.take()
+                cache = self._caches.take(int(offsets[d1] - offsets[d0]))
                 try:
                     n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._packed, cache, out, out_doc)
                 finally:

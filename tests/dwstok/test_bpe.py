@@ -271,7 +271,7 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
     slots = np.full((4096, 4), -1, np.int64)
-    cache = (slots, np.empty(40, np.int32), np.zeros(3, np.int64), np.empty(64, np.uint8))
+    cache = (slots, np.empty(40, np.int32), np.zeros(4, np.int64), np.empty(64, np.uint8))
     one = bpe.PF_BLOCK  # one block: the cache does not start afresh before the end
     one_buf, one_bounds = _joined(text_pieces[:one])
     n = with_cache(one_buf, one_bounds, t, cache, out)

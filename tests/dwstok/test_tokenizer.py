@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
@@ -272,6 +273,38 @@ def test_concurrent_callers_each_take_their_own_piece_cache(tok):
     assert 1 <= len(tok._caches._free) <= 4
     ids, offsets = tok.encode_utf8_batch(*_utf8_batch(texts), num_threads=2)
     assert [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
+
+
+def test_piece_cache_grows_with_use():
+    # Short texts keep a small cache; one that has to start afresh comes back 8 times
+    # bigger, up to the most slots; a call on more text than a cache was sized for gets
+    # a cache sized for it. The ids never change.
+    from dwstok import bpe
+
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    free = tok._caches._free
+    tok.encode_to_numpy("abc abc")
+    (small,) = free
+    assert bpe.cache_capacity(small) == tok._caches.MIN_BYTES
+    # More distinct pieces that are no token (4096 words) than half its 4096 slots
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    text = " ".join(words)
+    assert len(text) < tok._caches.MIN_BYTES
+    want = tok.encode_to_numpy(text).tolist()
+    assert len(free) == 1 and free[0] is not small
+    assert bpe.cache_capacity(free[0]) == 8 * tok._caches.MIN_BYTES and free[0][bpe.CACHE_RESETS] == 0
+    assert tok.encode_to_numpy(text).tolist() == want
+    big = text * 40  # more text than the cache was sized for
+    want_big = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges).encode_to_numpy(big).tolist()
+    assert tok.encode_to_numpy(big).tolist() == want_big
+    assert bpe.cache_capacity(free[0]) >= min(len(big), bpe.CACHE_MAX_CAPACITY)
+    # The biggest cache is kept when it starts afresh (its counter cleared), not replaced.
+    top = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
+    top[bpe.CACHE_RESETS] = 3
+    free[:] = [top]
+    tok.encode_to_numpy("abc")
+    assert free == [top] and top[bpe.CACHE_RESETS] == 0
 
 
 def _utf8_batch(texts):
