@@ -775,6 +775,7 @@ CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized
 
 _CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots never straddle a line
 CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
+CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
 
 
 @njit
@@ -815,6 +816,62 @@ def _cache_views(P):
 def cache_capacity(cache: np.ndarray) -> int:
     """Bytes of text a packed cache was sized for (its slots times 8)."""
     return (cache.size - _CACHE_HEAD) // 7 * 8
+
+
+@njit_inline
+def _mark_growth(CP):
+    """Flag a packed cache for growing once a quarter of its slots are used (it starts
+    afresh at half), or when it had to start afresh, unless it has the most slots."""
+    size = CP[0]
+    CP[CACHE_GROW] = size < CACHE_SLOTS and (4 * CP[1] > size or CP[CACHE_RESETS] > 0)
+
+
+@njit
+def _grown_cache(CP, nbytes):
+    """A cache sized for ``nbytes`` holding the entries of ``CP`` (as _cache_put)."""
+    NP = _new_cache_packed(nbytes)
+    slots, vals, state, keys = _cache_views(CP)
+    nslots, nvals, nstate, nkeys = _cache_views(NP)
+    size = nslots.shape[0]
+    if size <= slots.shape[0]:
+        return CP
+    buf = np.empty(CACHE_MAX + 16, np.uint8)
+    for k in range(slots.shape[0]):
+        meta = slots[k, 2]
+        cnt = meta & 0xFFFFFFFF
+        if meta < 0 or cnt == PENDING:
+            continue
+        m = meta >> 32
+        tail = max(m - 16, 0)
+        v0, k0 = slots[k, 3] & 0xFFFFFFFF, slots[k, 3] >> 32
+        # the slot's hash, from the piece's bytes: the packed head and next 8, then the tail
+        for j in range(min(m, 8)):
+            buf[j] = (slots[k, 0] >> (8 * j)) & 0xFF
+        for j in range(8, min(m, 16)):
+            buf[j] = (slots[k, 1] >> (8 * (j - 8))) & 0xFF
+        for j in range(tail):
+            buf[16 + j] = keys[k0 + j]
+        i = np.int64(_hash_bytes(buf, 0, m) & np.uint64(size - 1))
+        while nslots[i, 2] >= 0:
+            i = (i + 1) & (size - 1)
+        nslots[i, 0] = slots[k, 0]
+        nslots[i, 1] = slots[k, 1]
+        nslots[i, 2] = meta
+        nslots[i, 3] = (nstate[2] << 32) | nstate[1]
+        for j in range(cnt):
+            nvals[nstate[1] + j] = vals[v0 + j]
+        for j in range(tail):
+            nkeys[nstate[2] + j] = keys[k0 + j]
+        nstate[0] += 1
+        nstate[1] += cnt
+        nstate[2] += tail
+    return NP
+
+
+def grown_cache(cache: np.ndarray, nbytes: int | None = None) -> np.ndarray:
+    """``cache`` sized for ``nbytes`` of text (default: 8 times its slots; at most
+    ``CACHE_SLOTS``), its entries kept."""
+    return _grown_cache(cache, 8 * cache_capacity(cache) if nbytes is None else nbytes)
 
 
 @njit
@@ -1418,6 +1475,7 @@ def _encode_fused(kind, table, text, P, CP):
     out = np.empty(buf.size, np.uint32)
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, 0, nb, T, C, S, out, np.int64(0))
+        _mark_growth(CP)
         return out[:n].copy()
     # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
     # over many pieces; its setup (17 arrays) cost more than "hello world" did.
@@ -1425,6 +1483,7 @@ def _encode_fused(kind, table, text, P, CP):
     for k in range(nb):
         if bounds[k + 1] > bounds[k]:
             n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    _mark_growth(CP)
     return out[:n].copy()
 
 
@@ -1449,6 +1508,7 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
         nb = scan_range(kind, data, s, e, table, bounds)
         n = _encode_span(data, bounds, 0, nb, T, C, S, out, n)
     out_doc[d1 - d0] = n
+    _mark_growth(CP)
     return n
 
 

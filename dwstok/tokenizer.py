@@ -33,7 +33,7 @@ __all__ = ["Tokenizer", "TokenIdError"]
 
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
-_RESETS = bpe.CACHE_RESETS  # a local name: read once per call
+_GROW = bpe.CACHE_GROW  # a local name: read once per call
 
 
 def _utf8(text: str, offset: int = 0) -> bytes:
@@ -58,8 +58,10 @@ class _CachePool:
 
     A cache grows with use, up to 2^19 slots (28 MB, room for the 149k distinct pieces
     that are no token in the 16 MB dev corpus): it is sized for the call that takes it,
-    at least ``MIN_BYTES``, and one that had to start afresh comes back 8 times bigger.
-    So short texts on many threads hold 230 KB a thread, not 28 MB.
+    at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
+    comes back with 8 times the slots and its entries. So short texts on many threads
+    hold 230 KB a thread, not 28 MB. Growing copies the entries: on dev, document by
+    document, starting afresh instead had cost 5% (188 -> 197 ms).
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
@@ -82,15 +84,12 @@ class _CachePool:
         # (a cache of ``size`` words has room for more than ``size`` bytes: one compare
         # settles short calls)
         if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
-            return bpe.new_cache(nbytes)  # its pieces are dropped: this call alone has more
+            return bpe.grown_cache(cache, nbytes)
         return cache
 
     def give(self, cache) -> None:
-        if cache[_RESETS]:  # it had to start afresh: next time a bigger one, empty
-            if bpe.cache_capacity(cache) < bpe.CACHE_MAX_CAPACITY:
-                cache = bpe.new_cache(8 * bpe.cache_capacity(cache))
-            else:
-                cache[_RESETS] = 0
+        if cache[_GROW]:  # a quarter full, or it had to start afresh: 8 times the slots
+            cache = bpe.grown_cache(cache)
         self._free.append(cache)
 
 class Tokenizer:
