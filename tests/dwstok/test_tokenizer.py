@@ -257,8 +257,12 @@ def test_pickles_for_process_pools(tok):
     import pickle
 
     tok.encode("warm the piece caches")
-    back = pickle.loads(pickle.dumps(tok))
+    data = pickle.dumps(tok)
+    back = pickle.loads(data)
     assert back.encode("the cat <bos>") == tok.encode("the cat <bos>") and back.sha256 == tok.sha256
+    # The tables go once (packed), not again as the views the Tokenizer also keeps.
+    assert len(data) < tok._packed.nbytes + len(pickle.dumps(tok._scanner)) + 100_000
+    assert np.shares_memory(back._tables.pairs, back._packed)
 
 
 def test_concurrent_callers_each_take_their_own_piece_cache(tok):
