@@ -92,6 +92,7 @@ class _CachePool:
             cache = bpe.grown_cache(cache)
         self._free.append(cache)
 
+
 class Tokenizer:
     """A byte-level BPE tokenizer: a pretokenizer pattern, a vocabulary, merges, specials.
 
