@@ -96,7 +96,6 @@ class BpeTables(NamedTuple):
 # Field order of a packed model (see pack_tables): the arrays, then pair_bits.
 _PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs")
 _PACKED_DTYPES = {f: np.dtype(np.uint8 if f == "tok_bytes" else np.int32 if f in ("byte_ids", "rank_new") else np.int64) for f in _PACKED_FIELDS}
-_PACKED_COLS = {"whole": 2, "longs": 3}
 _HEADER = 32  # int64 words before the first array: (start, count) per array, then pair_bits
 
 
@@ -126,18 +125,14 @@ def pack_tables(T: BpeTables) -> np.ndarray:
 
 
 def unpack_tables(P: np.ndarray) -> BpeTables:
-    """The tables in ``P`` (from :func:`pack_tables`) as views, no copy."""
-    views = []
-    for i, f in enumerate(_PACKED_FIELDS):
-        at, n = int(P[2 * i]), int(P[2 * i + 1])
-        dtype = _PACKED_DTYPES[f]
-        a = P[at : at + (n * dtype.itemsize + 7) // 8].view(dtype)[:n]
-        views.append(a.reshape(-1, _PACKED_COLS[f]) if f in _PACKED_COLS else a)
-    return BpeTables(*views[:4], int(P[2 * len(views)]), *views[4:])
+    """The tables in ``P`` (from :func:`pack_tables`) as views, no copy (the kernels'
+    own unpacking, so there is one reading of the layout)."""
+    return _unpack_tables(P)
 
 
 @njit_inline
 def _unpack_tables(P):
+    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[20]
     return BpeTables(
         P[P[0] : P[0] + (P[1] + 7) // 8].view(np.uint8)[: P[1]],
         P[P[2] : P[2] + P[3]],
@@ -1495,16 +1490,15 @@ def _encode_fused(kind, table, text, P, CP):
     nb = scan_range(kind, buf, 0, buf.size, table, bounds)
     S = _scratch(buf.size)
     out = np.empty(buf.size, np.uint32)
+    n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, 0, nb, T, C, S, out, np.int64(0))
-        _mark_growth(CP)
-        return out[:n].copy()
-    # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
-    # over many pieces; its setup (17 arrays) cost more than "hello world" did.
-    n = 0
-    for k in range(nb):
-        if bounds[k + 1] > bounds[k]:
-            n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    else:
+        # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
+        # over many pieces; its setup (17 arrays) cost more than "hello world" did.
+        for k in range(nb):
+            if bounds[k + 1] > bounds[k]:
+                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
     _mark_growth(CP)
     return out[:n].copy()
 
