@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 import regex
 
 from dwstok.patterns import PATTERNS
-from dwstok.scanner import get_scanner
+from dwstok.scanner import get_scanner, scan_range
 
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZÀÄÉÖÜÞĀŁŒŠŸƁǄǅǈǋΣΩЖЯԱႠᏣḀẞἈὈῼⅭⓐＡ𝐀𞤀K"
 LOWER = "abcdefghijklmnopqrstuvwxyzßàäéöüþāłœšÿƀǆǉǌσωжяաᏸḁẟἀὀῳⅽａ𝐚𞤢ſıﬀ"
@@ -92,3 +93,66 @@ def test_fuzz_fast(name):
 def test_fuzz_full(name):
     for chunk in range(6):
         check(name, fuzz_strings(50_000, seed=1_000 + chunk))
+
+
+# -- ASCII windows: the o200k kernels find the pieces of ASCII text 64 bytes at a time
+# (scanner._ascii_window) when 64 bytes of the buffer follow. The strings above are
+# mostly shorter, and their buffers end with them; these are long, mostly ASCII, and
+# scanned inside a buffer that goes on, so that every window sees bytes past the text.
+
+ASCII_PARTS = [
+    *"abcdeflmrstvxyzABDELMRSTVZ", " ", " ", " ", "  ", "\t", "\x0b", "\x0c", "'", "'", "''", *"0123456789",
+    *".,;:!?-()[]\"/\\#$%&*+<=>@^_`{|}~", "\x00", "\x1c", "\x1f", "\x7f",
+    "the", " the", " of", "It", "HTTP", "Server", "camelCase", "XMLHttp", "iPhone", "don't", "it's", "we'RE",
+    "They'Ve", "I'm", "she'll", "you'd", "'s", "'S", "'ll", "'lL", "'re", "'r", "'v", "'x", "it's's", "a's'", "rock'n'roll",
+    "(a", " (a", "\t(a", " .", "  .", " ...", "...", "1234567", "2026", " 3.14", "a1b2", "x'y", " '", "''s",
+]
+RARE = ["\n", "\r", "\r\n", " \n", "é", "中", "\u0301", "ß", "\u00a0", "😀"]
+
+
+def ascii_strings(n: int, seed: int) -> list[str]:
+    """``n`` strings of 40-300 characters, mostly ASCII without line breaks."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        parts, size, goal = [], 0, rng.randint(40, 300)
+        rare = rng.random() * 0.05
+        while size < goal:
+            p = rng.choice(RARE) if rng.random() < rare else rng.choice(ASCII_PARTS)
+            parts.append(p)
+            size += len(p)
+        out.append("".join(parts))
+    return out
+
+
+def check_in_buffer(name: str, texts: list[str], seed: int) -> None:
+    """The pieces of each text scanned by ``scan_range`` in the middle of a buffer (bytes
+    before and after it) against ``regex.findall`` on the text alone."""
+    rng = random.Random(seed)
+    scanner = get_scanner(name)
+    pattern = regex.compile(PATTERNS[name])
+    bad = []
+    for t in texts:
+        b = t.encode()
+        before = bytes(rng.choice(b"ab '1.") for _ in range(rng.randint(0, 9)))
+        after = bytes(rng.choice(b"ab '1.\n ") for _ in range(rng.randint(0, 80)))
+        buf = np.frombuffer(before + b + after, np.uint8)
+        out = np.empty(len(b) + 1, np.int64)
+        k = scan_range(scanner.kind, buf, len(before), len(before) + len(b), scanner.table, out)
+        ends = (out[: k + 1] - len(before)).tolist()
+        got = [b[ends[j] : ends[j + 1]].decode("utf-8", "replace") for j in range(k)]
+        if got != pattern.findall(t):
+            bad.append((t, pattern.findall(t), got))
+    assert not bad, f"{len(bad)} of {len(texts)} differ, e.g. {bad[:2]!r}"
+
+
+@pytest.mark.parametrize("name", ["o200k", "o200k-rdigits", "cl100k", "gpt2"])
+def test_ascii_windows_fast(name):
+    check_in_buffer(name, ascii_strings(4_000, seed=64), seed=1)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["o200k", "o200k-rdigits"])
+def test_ascii_windows_full(name):
+    for chunk in range(5):
+        check_in_buffer(name, ascii_strings(60_000, seed=6_400 + chunk), seed=chunk)
