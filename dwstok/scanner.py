@@ -128,56 +128,45 @@ _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 # The o200k kernels spend most of their time deciding, piece by piece, which
 # alternative of the pattern applies: a branch on the class of the first character
 # that text makes unpredictable, and another on where each run ends. On ASCII text
-# without line breaks the pieces follow from the classes of the bytes and of their
-# neighbours alone, so ``_ascii_window`` finds all pieces of up to 64 bytes at once with
-# 64-bit masks (bit j: byte j), the idea of fastokens' pretokenizer. The masks come
-# from vector compares (``_make_byte_masks``), the pieces from shifts and ands, with
-# no branch per piece. Anything else (a byte of 0x80 or more, \r, \n, a contraction
-# right after another, the last 64 bytes of the buffer) ends the window or leaves it
-# to the scalar loop. The o200k scan of dev: 34.1 -> 26.4 ms; of its all-ASCII
-# documents (3.8 MB): 10.0 -> 6.0 ms.
+# the pieces follow from the classes of the bytes and of their neighbours alone, so
+# ``_ascii_window`` finds all pieces of up to 64 bytes at once with 64-bit masks (bit
+# j: byte j), the idea of fastokens' pretokenizer. The masks come from vector
+# compares (``_make_byte_masks``), the pieces from shifts and ands, with no branch per
+# piece. A byte of 0x80 or more, a slash right after a line break, a contraction
+# right after another, or the last 64 bytes of the buffer end the window or leave it
+# to the scalar loop.
 #
 # A piece start does not depend on what came before it (the pattern has no
 # lookbehind), so the window is segmented as if its text began there. Only its last
 # run of a class and the last three bytes may depend on bytes past the window, so a
 # window keeps the starts before both, and the next window begins at the last of them.
 
-# a-z, A-Z, 0-9, \s but \r\n, space, apostrophe, and what ends a window
+# a-z, A-Z, 0-9, \s but \r\n, space, apostrophe, \r\n, slash, and what ends a window
 _ascii_classes = _make_byte_masks(
     [[(0x61, 26)], [(0x41, 26)], [(0x30, 10)], [(0x09, 1), (0x0B, 2), (0x20, 1)], [(0x20, 1)], [(_APOS, 1)],
-     [(0x80, 128), (_CR, 1), (_LF, 1)]]
+     [(_CR, 1), (_LF, 1)], [(_SLASH, 1)], [(0x80, 128)]]
 )
 # after an apostrophe: s t m d (one letter), r v (then e), e, l (twice); either case
 _contraction_letters = _make_byte_masks([[(0x73, 2), (0x6D, 1), (0x64, 1)], [(0x72, 1), (0x76, 1)], [(0x65, 1)], [(0x6C, 1)]], fold=True)
 
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_LF8 = np.uint64(0x0A0A0A0A0A0A0A0A)
-_CR8 = np.uint64(0x0D0D0D0D0D0D0D0D)
-_ONES = np.uint64(0x0101010101010101)
-
-
-@njit_inline
-def _plain_ascii8(w):
-    """Whether the 8 bytes of ``w`` are ASCII and none is \r or \n (SWAR zero-byte test)."""
-    a = w ^ _LF8
-    b = w ^ _CR8
-    has_lf = (a - _ONES) & ~a & _HIGH
-    has_cr = (b - _ONES) & ~b & _HIGH
-    return ((w & _HIGH) | has_lf | has_cr) == 0
 
 
 @njit_inline
 def _ascii_window(buf, i, end, out, n, from_right):
     """Write the pieces that start in the ASCII text at piece start ``i`` (up to 64
-    bytes, to the first \r, \n or non-ASCII byte) to ``out[n+1:]``; return
+    bytes, to the first non-ASCII byte) to ``out[n+1:]``; return
     ``(n, start of the last piece written)``, ``i`` itself when it wrote none.
 
     >>> get_scanner("o200k").pieces("Hello world, it's 12345 ok")
     ['Hello', ' world', ',', " it's", ' ', '123', '45', ' ok']
     """
     w = min(end - i, 64)
-    lo, up, dg, ws, sp, ap, stop = _ascii_classes(buf, i)
+    lo, up, dg, ws, sp, ap, nl, sl, hi = _ascii_classes(buf, i)
+    # a window ends at the first byte of 0x80 or more, and before a slash right after
+    # \r or \n (punctuation takes [\r\n/]* after it: rare, left to the scalar loop)
+    stop = hi | (sl & (nl << _ONE))
     if stop != 0:
         w = min(w, np.int64(ctz(stop)))
     if w < 8:
@@ -189,15 +178,17 @@ def _ascii_window(buf, i, end, out, n, from_right):
     ws &= valid
     sp &= valid
     ap &= valid
+    nl &= valid
     le = lo | up
-    ot = valid & ~(le | dg | ws)  # [^\s\p{L}\p{N}], the apostrophe included
+    wh = ws | nl  # \s
+    ot = valid & ~(le | dg | wh)  # [^\s\p{L}\p{N}], the apostrophe included
     r_le = le & ~(le << _ONE)  # where each run of a class starts
     r_dg = dg & ~(dg << _ONE)
-    r_ws = ws & ~(ws << _ONE)
+    r_wh = wh & ~(wh << _ONE)
     r_ot = ot & ~(ot << _ONE)
     # keep starts before the last run (it may go on past the window) and before the
     # last three bytes (a contraction looks two bytes past its apostrophe)
-    t = min(63 - np.int64(clz(r_le | r_dg | r_ws | r_ot)), w - 3)
+    t = min(63 - np.int64(clz(r_le | r_dg | r_wh | r_ot)), w - 3)
     if t < 2:
         return n, i
 
@@ -236,18 +227,33 @@ def _ascii_window(buf, i, end, out, n, from_right):
                 groups |= cur
                 cur = (cur << np.uint64(3)) & d3
 
-    # white space: a run is a piece, but for its last character when a run of two or
-    # more is followed by something (\s+(?!\S)); that last character is a prefix to
-    # letters after it and, if a space, joins punctuation after it ( ?[^\s\p{L}\p{N}]+)
-    last_ws = ws & ~(ws >> _ONE)
+    # white space: \r and \n right after punctuation end its piece ([\r\n/]*); a run
+    # with \r or \n is a piece up to the last of them (\s*[\r\n]+); what is left of
+    # it, or a run without, is a piece but for its last character when two or more
+    # are followed by something (\s+(?!\S)); that last character, unless \r or \n, is
+    # a prefix to letters after it and, if a space, joins punctuation after it
+    # ( ?[^\s\p{L}\p{N}]+)
+    tail = nl & (ot << _ONE)
+    more = tail
+    while more != 0:
+        more = nl & (more << _ONE) & ~tail
+        tail |= more
+    later_nl = np.uint64(0)  # white space with \r or \n after it in its run
+    more = (nl >> _ONE) & wh
+    while more != 0:
+        later_nl |= more
+        more = ((more & ws) >> _ONE) & wh & ~later_nl
+    last_nl = nl & ~later_nl
+    last_wh = wh & ~(wh >> _ONE)
     # one character of punctuation that starts a piece and is followed by letters is
     # their prefix; after a space it joined that space instead
     lone = ot & ~(ot << _ONE) & ~(ot >> _ONE) & ~(sp << _ONE) & ~ct & (le >> _ONE)
-    prefixed = ((last_ws & (le >> _ONE)) << _ONE) | (lone << _ONE)
+    prefixed = ((last_wh & ws & (le >> _ONE)) << _ONE) | (lone << _ONE)
     starts = (
         groups
-        | r_ws
-        | (last_ws & (ws << _ONE))
+        | (r_wh & ~tail)
+        | (((tail | last_nl) << _ONE) & ws)
+        | (last_wh & ws & (wh << _ONE))
         | (r_ot & ~(sp << _ONE) & ~ct)
         | (r_le & ~prefixed & ~eaten)
         | (up & (lo << _ONE) & ~eaten)  # lower then upper case: [A-Z]*[a-z]+ ends
@@ -276,7 +282,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     out[0] = start
     i = start
     while i < end:
-        if i + 8 <= end and i + 64 <= buf.shape[0] and _plain_ascii8(load8(buf, i)):
+        if i + 8 <= end and i + 64 <= buf.shape[0] and (load8(buf, i) & _HIGH) == 0:
             n, k = _ascii_window(buf, i, end, out, n, from_right)
             if k > i:
                 i = k

@@ -106,12 +106,13 @@ ASCII_PARTS = [
     "the", " the", " of", "It", "HTTP", "Server", "camelCase", "XMLHttp", "iPhone", "don't", "it's", "we'RE",
     "They'Ve", "I'm", "she'll", "you'd", "'s", "'S", "'ll", "'lL", "'re", "'r", "'v", "'x", "it's's", "a's'", "rock'n'roll",
     "(a", " (a", "\t(a", " .", "  .", " ...", "...", "1234567", "2026", " 3.14", "a1b2", "x'y", " '", "''s",
+    "\n", "\n", "\r\n", "\r", " \n", "\n ", "\n\n", ".\n", ".\n\n", "-\r\n", ":\n ", ")\n\t", "\n/", "./\n", ".\n/",
 ]
-RARE = ["\n", "\r", "\r\n", " \n", "é", "中", "\u0301", "ß", "\u00a0", "😀"]
+RARE = ["é", "中", "\u0301", "ß", "\u00a0", "😀", "\u2028", "\x85"]
 
 
 def ascii_strings(n: int, seed: int) -> list[str]:
-    """``n`` strings of 40-300 characters, mostly ASCII without line breaks."""
+    """``n`` strings of 40-300 characters, mostly ASCII."""
     rng = random.Random(seed)
     out = []
     for _ in range(n):
