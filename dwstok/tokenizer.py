@@ -157,6 +157,7 @@ class Tokenizer:
 
     def _set_runtime(self) -> None:
         """What encoding needs beyond the model: views of the tables, caches, the fused path."""
+        self._packed = bpe.on_huge_pages(self._packed)  # an unpickled copy starts anywhere
         self._tables = bpe.unpack_tables(self._packed)
         sc = self._scanner
         self._fused = (sc.kind, sc.table, self._packed) if sc.kind >= 0 else None

@@ -294,3 +294,18 @@ def test_block_of_long_pieces_overflows_side_by_side_room(rule):
     buf, bounds = _joined(pieces)
     want = [i for p in pieces for i in ref(p)]
     assert bpe.encode_bounds(buf, bounds, t).tolist() == want
+
+
+def test_big_tables_and_caches_start_on_a_huge_page():
+    # A 2 MB page maps an aligned 2 MB only; arrays of 4 MB and more start on one, so
+    # that all of them can be (a copy that starts elsewhere, as unpickled, is moved).
+    big = bpe.huge_page_array(1 << 20)  # 8 MB
+    assert big.ctypes.data % (1 << 21) == 0 and big.size == 1 << 20
+    cache = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
+    assert cache.ctypes.data % (1 << 21) == 0
+    assert (cache[bpe._CACHE_HEAD : bpe._CACHE_HEAD + 4 * cache[0]].reshape(-1, 4)[:, 2] == -1).all()
+    elsewhere = np.arange(1 << 20, dtype=np.int64)[1:]  # starts 8 bytes past an allocation
+    moved = bpe.on_huge_pages(elsewhere)
+    assert moved.ctypes.data % (1 << 21) == 0 and np.array_equal(moved, elsewhere)
+    small = np.arange(10, dtype=np.int64)
+    assert bpe.on_huge_pages(small) is small and bpe.huge_page_array(10).size == 10
