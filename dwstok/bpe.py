@@ -67,6 +67,7 @@ from .scanner import scan_range
 SMALL = 20  # _encode_span has room for this many parts a piece on average for merging side by side
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more use the heap
+SWEEP_PARTS = 64  # from this many, first a few sweeps a rank at a time (_merge_sweeps)
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
 NO_RANK = np.int64(1 << 40)
@@ -663,7 +664,10 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
             ids[_ix(i)] = T.byte_ids[buf[_ix(s + i)]]
     _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
     if m > QUAD_PARTS:
-        return _merge_heap(T, H, m, out, n, max_rank)
+        if m >= SWEEP_PARTS:
+            m = _merge_sweeps(T, ids, rk, m, max_rank)
+        if m > QUAD_PARTS:
+            return _merge_heap(T, H, m, out, n, max_rank)
     # The same scan as tiktoken's _byte_pair_merge: the first minimum is the leftmost.
     while m > 1:
         best = NO_RANK
@@ -689,6 +693,57 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     for i in range(m):
         out[_ix(n + i)] = ids[_ix(i)]
     return n + m
+
+
+@njit
+def _merge_sweeps(T, ids, rk, m, max_rank):
+    """Merge the ``m`` parts in ``ids`` (pair ranks in ``rk``) a rank at a time, for at
+    most 8 passes' worth over them; return how many parts are left, for the heap.
+
+    Each sweep takes the lowest rank and merges its pairs from left to right in one pass
+    over the parts: what merging pair by pair does, as long as no pair a merge makes
+    ranks lower (a pair it makes never has the same rank). One that does stops the
+    sweep there, and the next sweep starts from that rank. Long runs of a few tokens
+    merge this way in a few sweeps: dev's box-drawing lines, up to 8.8 KB, took 18 ns a
+    byte in the heap, a pop and two pushes a merge. Pieces whose merges all have ranks
+    of their own spend the 8 passes and go to the heap: never a pass per merge.
+    """
+    budget = 8 * m
+    while m > QUAD_PARTS and budget > 0:
+        budget -= m
+        r = NO_RANK
+        for i in range(m - 1):
+            r = min(r, rk[_ix(i)])
+        if r == NO_RANK:
+            return m
+        v = _new_id(T, r)
+        w = 0
+        i = 0
+        stop = False
+        while i < m:
+            if not stop and i < m - 1 and rk[_ix(i)] == r:
+                ids[_ix(w)] = v
+                if w > 0:  # the pair on the left, with what the sweep made of it
+                    rl = _pair_rank(T, ids[_ix(w - 1)], v)
+                    rl = rl if rl < max_rank else NO_RANK
+                    rk[_ix(w - 1)] = rl
+                    stop = rl < r
+                rr = NO_RANK
+                if i + 2 < m:  # the pair on the right, with the part as it is now
+                    rr = _pair_rank(T, v, ids[_ix(i + 2)])
+                    rr = rr if rr < max_rank else NO_RANK
+                    stop = stop or rr < r
+                rk[_ix(w)] = rr
+                w += 1
+                i += 2
+            else:
+                ids[_ix(w)] = ids[_ix(i)]
+                rk[_ix(w)] = rk[_ix(i)]
+                w += 1
+                i += 1
+        rk[_ix(w - 1)] = NO_RANK
+        m = w
+    return m
 
 
 @njit_inline

@@ -127,6 +127,19 @@ def test_long_piece_heap_equals_quadratic_reference(unit):
         assert encode(t, text) == [index[p] for p in merge_order(text, ranks)]
 
 
+def test_sweeps_stop_where_a_merge_makes_a_lower_rank():
+    # Long pieces merge a rank at a time (bpe._merge_sweeps). Under tiktoken's rule "aba"
+    # may rank before "ab": merging the first "ab" of "abab..." makes the pair (ab, a),
+    # which merges next, before the second "ab" does; a sweep that merged every "ab"
+    # first would give "ab ab ab ..." instead of "aba b aba b ...".
+    tokens = list(BYTES) + [b"aba", b"ab", b"abab", b"ba", b"cc"]
+    t = bpe.build_tables(tokens, (), (), (), rule="ranks")
+    ranks = {tok: i for i, tok in enumerate(tokens)}
+    for text in (b"ab" * 40, b"ab" * 41 + b"a", b"c" + b"ab" * 50, b"abab" * 30 + b"cab" * 20, b"cc" * 70 + b"ab" * 70):
+        assert len(text) >= bpe.SWEEP_PARTS
+        assert encode(t, text) == [ranks[p] for p in tiktoken_ranks(text, ranks)], text[:20]
+
+
 @pytest.mark.parametrize("size", [1_000_000, pytest.param(10_000_000, marks=pytest.mark.slow)])
 def test_megabytes_without_boundaries_are_not_quadratic(size):
     # One piece of `size` bytes: the heap path is O(n log n); the quadratic scan would

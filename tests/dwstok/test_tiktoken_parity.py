@@ -61,7 +61,8 @@ def test_specials(pair):
 
 def test_long_runs(pair):
     _, ours, theirs = pair
-    for text in [" " * 3000 + "x", "a" * 3000, "7" * 3001, "語" * 1500, "\n" * 2000 + " a"]:
+    runs = [" " * 3000 + "x", "a" * 3000, "7" * 3001, "語" * 1500, "\n" * 2000 + " a", "ab" * 1500, "─═" * 700]
+    for text in runs + ["┌" + "─" * k + "┐" for k in (63, 64, 65, 500, 2917)]:
         assert ours.encode(text) == theirs.encode_ordinary(text)
 
 
