@@ -107,7 +107,7 @@ def _make_clz():
 clz = _make_clz()
 
 
-def _make_byte_masks(tests, fold=False):
+def byte_masks_intrinsic(tests, fold=False):
     """An intrinsic ``f(uint8 array, i)`` -> a tuple of uint64, one per test: bit j is set
     when byte ``i + j`` passes it. A test is a list of ``(lo, n)``: the byte is in
     ``lo .. lo + n - 1`` for one of them. With ``fold``, bytes are or-ed with 0x20 first

@@ -930,7 +930,7 @@ def _copy_cache(CP, NP):
     instead of 2.2).
     """
     _clear_cache(NP)
-    slots, vals, state, keys = _cache_views(CP)
+    slots, vals, _, keys = _cache_views(CP)
     nslots, nvals, nstate, nkeys = _cache_views(NP)
     size = nslots.shape[0]
     buf = np.empty(CACHE_MAX + 16, np.uint8)
@@ -988,9 +988,9 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     for ``nbytes`` of text: a slot per 8 bytes, from 64 to ``CACHE_SLOTS``.
 
     Allocated by NumPy, which asks Linux for huge pages for arrays of 4 MB and more
-    (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`). The
-    biggest cache (28 MB) took 8.6-10 ms to make and its first use another 6 ms of page
-    faults; from NumPy 2.0 and 1.3-3.1 ms.
+    (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`). Made
+    by Numba, the biggest cache (28 MB) took 8.6-10 ms and its first use another 6 ms of
+    page faults; made by NumPy, 2.0 ms and 1.3-3.1 ms.
     """
     P = huge_page_array(_CACHE_HEAD + 7 * int(_cache_slots(nbytes)))
     _copy_cache(_NO_SLOTS, P)  # clears it; see _copy_cache for why not _clear_cache

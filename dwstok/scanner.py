@@ -56,7 +56,7 @@ import functools
 import numpy as np
 import regex
 
-from ._intrinsics import _make_byte_masks, clz, ctz, load8
+from ._intrinsics import byte_masks_intrinsic, clz, ctz, load8
 from ._jit import njit, njit_inline
 from .errors import ConfigError, InputError
 from .patterns import resolve
@@ -131,7 +131,7 @@ _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 # the pieces follow from the classes of the bytes and of their neighbours alone, so
 # ``_ascii_window`` finds all pieces of up to 64 bytes at once with 64-bit masks (bit
 # j: byte j), the idea of fastokens' pretokenizer. The masks come from vector
-# compares (``_make_byte_masks``), the pieces from shifts and ands, with no branch per
+# compares (``byte_masks_intrinsic``), the pieces from shifts and ands, with no branch per
 # piece. A byte of 0x80 or more, a slash right after a line break, a contraction
 # right after another, or the last 64 bytes of the buffer end the window or leave it
 # to the scalar loop.
@@ -142,12 +142,12 @@ _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 # window keeps the starts before both, and the next window begins at the last of them.
 
 # a-z, A-Z, 0-9, \s but \r\n, space, apostrophe, \r\n, slash, and what ends a window
-_ascii_classes = _make_byte_masks(
+_ascii_classes = byte_masks_intrinsic(
     [[(0x61, 26)], [(0x41, 26)], [(0x30, 10)], [(0x09, 1), (0x0B, 2), (0x20, 1)], [(0x20, 1)], [(_APOS, 1)],
      [(_CR, 1), (_LF, 1)], [(_SLASH, 1)], [(0x80, 128)]]
 )
 # after an apostrophe: s t m d (one letter), r v (then e), e, l (twice); either case
-_contraction_letters = _make_byte_masks([[(0x73, 2), (0x6D, 1), (0x64, 1)], [(0x72, 1), (0x76, 1)], [(0x65, 1)], [(0x6C, 1)]], fold=True)
+_contraction_letters = byte_masks_intrinsic([[(0x73, 2), (0x6D, 1), (0x64, 1)], [(0x72, 1), (0x76, 1)], [(0x65, 1)], [(0x6C, 1)]], fold=True)
 
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -158,6 +158,9 @@ def _ascii_window(buf, i, end, out, n, from_right):
     """Write the pieces that start in the ASCII text at piece start ``i`` (up to 64
     bytes, to the first non-ASCII byte) to ``out[n+1:]``; return
     ``(n, start of the last piece written)``, ``i`` itself when it wrote none.
+
+    The pieces are the pattern's, as the scalar loop finds them (this text is too short
+    for a window: one needs 64 bytes of buffer):
 
     >>> get_scanner("o200k").pieces("Hello world, it's 12345 ok")
     ['Hello', ' world', ',', " it's", ' ', '123', '45', ' ok']
