@@ -1,8 +1,10 @@
 """Build configs: one YAML file pins everything that defines a tokenizer.
 
-A config is strict: an unknown key, a wrong type or a bad value is a ``ConfigError``
-that names the key (``han.coverage``), so a typo can never silently fall back to a
-default and produce a different tokenizer.
+A config is strict: an unknown key, a key given twice, a wrong type or a bad value is a
+``ConfigError`` that names the key (``han.coverage``), so a typo can never silently fall
+back to a default and produce a different tokenizer. ``pattern`` must be a pattern name
+(``o200k``, ``o200k-rdigits``, ``cl100k``, ``gpt2``); a custom regex is given as
+``pattern_regex`` instead, so a mistyped name is an error rather than a regex.
 
 >>> cfg = Config.from_dict({"version": "32.1", "pattern": "o200k"})
 >>> cfg.vocab_size, cfg.n_merges, len(cfg.special_tokens)
@@ -17,6 +19,7 @@ Each stage hashes only the sections it depends on (``Config.hash_of``), so chang
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 from dataclasses import dataclass, field
@@ -24,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from dwstok.errors import ConfigError
-from dwstok.patterns import resolve
+from dwstok.patterns import PATTERNS, resolve
 
 NAMED_SPECIALS = (
     "<pad>",
@@ -85,6 +88,22 @@ class CorpusConfig:
     paths: tuple[str, ...] = ()
 
 
+# The longest pretoken in the reference corpus (train and dev) is an 8,759-byte line of
+# box-drawing characters; 64 KiB is 7.5 times that, so no real text reaches the limit.
+MAX_PIECE_BYTES = 64 << 10
+
+
+@dataclass(frozen=True)
+class PretokenizeConfig:
+    """How pieces are counted. A piece longer than ``max_piece_bytes`` (a run of one
+    word or symbol with no pretoken boundary, e.g. a whole file without spaces) is counted
+    as consecutive chunks of at most that many bytes, each cut on a UTF-8 character
+    boundary, so one piece can never become a token the size of a file. Encoding is
+    not affected: the tokenizer still encodes every piece whole."""
+
+    max_piece_bytes: int = MAX_PIECE_BYTES
+
+
 @dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
@@ -96,6 +115,7 @@ class Config:
     han: HanConfig = field(default_factory=HanConfig)
     balance: BalanceConfig = field(default_factory=BalanceConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    pretokenize: PretokenizeConfig = field(default_factory=PretokenizeConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -144,27 +164,16 @@ class Config:
             raise ConfigError(f"config{where} must be a mapping of keys to values")
         r = _Reader(raw, "", where)
         version = r.get("version", str, required=True)
-        pattern = r.get("pattern", str, required=True)
+        pattern = _pattern(r, where)
         vocab_size = r.get("vocab_size", int, 32768)
         specials = r.get("special_tokens", list, list(DEFAULT_SPECIALS))
         han = _han(r.section("han", allow_off=True), where)
         balance = _balance(r.section("balance"), where)
         corpus = _corpus(r.section("corpus"), where)
+        pretok = _pretokenize(r.section("pretokenize"), where)
         r.done()
 
-        for i, s in enumerate(specials):
-            if not isinstance(s, str) or not s:
-                raise ConfigError(f"special_tokens[{i}]{where} must be a non-empty string")
-        if len(set(specials)) != len(specials):
-            raise ConfigError(f"special_tokens{where} has duplicates")
-        if not pattern:
-            raise ConfigError(f"pattern{where} must not be empty")
-        try:
-            import regex
-
-            regex.compile(resolve(pattern)[1])
-        except regex.error as e:
-            raise ConfigError(f"pattern{where} is not a valid regex: {e}") from None
+        _check_specials(specials, where)
         cfg = cls(
             version=version,
             pattern=pattern,
@@ -173,12 +182,27 @@ class Config:
             han=han,
             balance=balance,
             corpus=corpus,
+            pretokenize=pretok,
             source=source,
         )
         if cfg.n_merges < 0:
             raise ConfigError(
                 f"vocab_size{where} is {vocab_size}: it must be at least "
                 f"{len(specials) + N_BYTES} (specials + 256 bytes)"
+            )
+        # Forced Han merges are at least one per character (more where a character's
+        # UTF-8 prefix is not a token yet); the exact number needs the corpus, which
+        # train checks, but a count that cannot fit is known now.
+        if han.count is not None and han.count > cfg.n_merges:
+            raise ConfigError(
+                f"key 'han.count'{where} is {han.count}, but vocab_size {vocab_size} leaves only "
+                f"{cfg.n_merges} merges: each forced character needs at least one; "
+                "lower han.count or raise vocab_size"
+            )
+        if han.coverage is not None and cfg.n_merges == 0:
+            raise ConfigError(
+                f"key 'han.coverage'{where} forces Han merges, but vocab_size {vocab_size} leaves "
+                "no merges: raise vocab_size or set han: off"
             )
         return cfg
 
@@ -198,7 +222,11 @@ def load_config(path: str | Path) -> Config:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read config {p}: {e}") from None
     try:
-        raw = yaml.safe_load(text)
+        raw = _yaml_load(text)
+    except _DuplicateKey as e:
+        raise ConfigError(
+            f"key {e.key!r} is given twice in {p} (line {e.first} and line {e.line}); keep one"
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"config {p} is not valid YAML: {e}") from None
     cfg = Config.from_dict(raw, source=str(p))
@@ -206,6 +234,45 @@ def load_config(path: str | Path) -> Config:
         paths = tuple(str((p.parent / q).resolve()) for q in cfg.corpus.paths)
         cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, paths=paths))
     return cfg
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, key: str, first: int, line: int):
+        super().__init__(key)
+        self.key, self.first, self.line = key, first, line
+
+
+def _yaml_load(text: str) -> Any:
+    """``yaml.safe_load``, except that a mapping key given twice raises ``_DuplicateKey``
+    (PyYAML keeps the last one silently, so a config could say two things and mean one)."""
+    import yaml
+
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_unique_keys(node, "", yaml)
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check_unique_keys(node, prefix: str, yaml) -> None:
+    if isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check_unique_keys(item, f"{prefix[:-1]}[{i}].", yaml)
+    if not isinstance(node, yaml.MappingNode):
+        return
+    seen: dict[str, int] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            continue
+        key, line = f"{prefix}{key_node.value}", key_node.start_mark.line + 1
+        if key in seen:
+            raise _DuplicateKey(key, seen[key], line)
+        seen[key] = line
+        _check_unique_keys(value_node, f"{key}.", yaml)
 
 
 class _Reader:
@@ -307,4 +374,76 @@ def _corpus(r: _Reader, where: str) -> CorpusConfig:
     for i, p in enumerate(c.paths):
         if not isinstance(p, str):
             raise ConfigError(f"key 'corpus.paths[{i}]'{where} must be a string")
+    return c
+
+
+def _pattern(r: _Reader, where: str) -> str:
+    """``pattern`` (a name) or ``pattern_regex`` (a custom regex), exactly one of them.
+
+    A name must be one of ``dwstok.patterns.PATTERNS`` (or spell one out exactly): a
+    mistyped name such as ``o200K`` would otherwise be a valid regex that matches
+    almost nothing."""
+    name = r.get("pattern", str)
+    custom = r.get("pattern_regex", str)
+    if name is not None and custom is not None:
+        raise ConfigError(f"give either 'pattern' or 'pattern_regex'{where}, not both")
+    if name is None and custom is None:
+        raise ConfigError(
+            f"missing key 'pattern'{where}: a pattern name ({', '.join(PATTERNS)}), "
+            "or 'pattern_regex' for a custom regex"
+        )
+    if name is not None:
+        if resolve(name)[0] is None:
+            close = difflib.get_close_matches(name, list(PATTERNS), n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise ConfigError(
+                f"key 'pattern'{where} is {name!r}, which is not a pattern name "
+                f"({', '.join(PATTERNS)}); {hint}a custom regex goes under 'pattern_regex'"
+            )
+        return name
+    if not custom:
+        raise ConfigError(f"key 'pattern_regex'{where} must not be empty")
+    try:
+        import regex
+
+        regex.compile(custom)
+    except regex.error as e:
+        raise ConfigError(f"key 'pattern_regex'{where} is not a valid regex: {e}") from None
+    return custom
+
+
+def _check_specials(specials: list, where: str) -> None:
+    """Specials are distinct, non-empty strings, none spelled like a byte token: a
+    one-byte special (``"a"``) is the byte token itself in tiktoken, and one of the 256
+    byte-level characters (``"Ġ"``) is a byte token's name in tokenizer.json."""
+    from .export import bytes_to_unicode
+
+    byte_names = {c: b for b, c in bytes_to_unicode().items()}
+    seen: dict[str, int] = {}
+    for i, s in enumerate(specials):
+        if not isinstance(s, str) or not s:
+            raise ConfigError(f"special_tokens[{i}]{where} must be a non-empty string")
+        if s in seen:
+            raise ConfigError(
+                f"special_tokens[{i}]{where} is {s!r}, the same as special_tokens[{seen[s]}]: "
+                "special_tokens has duplicates"
+            )
+        seen[s] = i
+        raw = s.encode("utf-8", errors="surrogatepass")
+        if len(raw) == 1 or s in byte_names:
+            b = raw[0] if len(raw) == 1 else byte_names[s]
+            raise ConfigError(
+                f"special_tokens[{i}]{where} is {s!r}, which is spelled like the byte token "
+                f"{len(specials) + b} (byte 0x{b:02x}); choose a longer name such as '<{s}>'"
+            )
+
+
+def _pretokenize(r: _Reader, where: str) -> PretokenizeConfig:
+    c = PretokenizeConfig(max_piece_bytes=r.get("max_piece_bytes", int, MAX_PIECE_BYTES))
+    r.done()
+    if c.max_piece_bytes < 4:
+        raise ConfigError(
+            f"key 'pretokenize.max_piece_bytes'{where} must be at least 4 (one UTF-8 "
+            f"character), got {c.max_piece_bytes}"
+        )
     return c

@@ -67,6 +67,8 @@ def config(**over):
     from stages.config import Config
 
     raw = {"version": "t1", "pattern": "o200k", "vocab_size": 288 + 60, "corpus": {"shard_bytes": 1}}
+    if "pattern_regex" in over:
+        raw.pop("pattern")
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(raw.get(k), dict):
             raw[k] = {**raw[k], **v}

@@ -61,14 +61,79 @@ def test_versions_hash_differently_and_sections_are_separate():
         ({"version": "1", "pattern": "o200k", "corpus": {"split_bytes": "64MB"}}, "key 'corpus.split_bytes' must be an integer"),
         ({"pattern": "o200k"}, "missing key 'version'"),
         ({"version": "1", "pattern": "o200k", "vocab_size": 100}, "vocab_size"),
-        ({"version": "1", "pattern": "(unclosed"}, "pattern"),
-        ({"version": "1", "pattern": "o200k", "special_tokens": ["a", "a"]}, "duplicates"),
+        ({"version": "1", "pattern_regex": "(unclosed"}, "key 'pattern_regex' is not a valid regex"),
+        ({"version": "1", "pattern": "o200k", "special_tokens": ["<a>", "<a>"]}, "duplicates"),
+        # a mistyped name is not silently a regex that matches almost nothing
+        ({"version": "1", "pattern": "o200K"}, "key 'pattern' is 'o200K', which is not a pattern name"),
+        ({"version": "1", "pattern": "o200k_rdigits"}, "did you mean 'o200k-rdigits'?"),
+        ({"version": "1", "pattern": r"\w+|\W"}, "a custom regex goes under 'pattern_regex'"),
+        ({"version": "1", "pattern": "o200k", "pattern_regex": r"\w+"}, "either 'pattern' or 'pattern_regex'"),
+        ({"version": "1"}, "missing key 'pattern'"),
+        # specials spelled like a byte token: one byte (tiktoken), a byte-level name (tokenizer.json)
+        ({"version": "1", "pattern": "o200k", "special_tokens": ["<s>", "a"]},
+         "special_tokens[1] is 'a', which is spelled like the byte token 99 (byte 0x61)"),
+        ({"version": "1", "pattern": "o200k", "special_tokens": ["\x00"]}, "byte token 1 (byte 0x00)"),
+        ({"version": "1", "pattern": "o200k", "special_tokens": ["\u0120"]}, "byte token 33 (byte 0x20)"),
+        ({"version": "1", "pattern": "o200k", "special_tokens": [""]}, "special_tokens[0] must be a non-empty string"),
+        # vocab_size too small for what the config itself forces
+        ({"version": "1", "pattern": "o200k", "vocab_size": 288}, None),
+        ({"version": "1", "pattern": "o200k", "vocab_size": 287}, "it must be at least 288"),
+        ({"version": "1", "pattern": "o200k", "vocab_size": 300, "han": {"count": 13}},
+         "key 'han.count' is 13, but vocab_size 300 leaves only 12 merges"),
+        ({"version": "1", "pattern": "o200k", "vocab_size": 288, "han": {"coverage": 0.5}},
+         "key 'han.coverage' forces Han merges, but vocab_size 288 leaves no merges"),
+        ({"version": "1", "pattern": "o200k", "pretokenize": {"max_piece_bytes": 3}},
+         "key 'pretokenize.max_piece_bytes' must be at least 4"),
+        ({"version": "1", "pattern": "o200k", "pretokenize": {"max_piece": 9}}, "unknown key 'pretokenize.max_piece'"),
     ],
 )
 def test_bad_configs_name_the_key(raw, message):
+    if message is None:  # the edge that is still fine
+        Config.from_dict(raw)
+        return
     with pytest.raises(ConfigError) as e:
         Config.from_dict(raw)
     assert message in str(e.value)
+
+
+def test_custom_regex_and_spelled_out_names():
+    c = Config.from_dict({"version": "1", "pattern_regex": r"\w+|\W"})
+    assert c.pattern == c.pattern_string == r"\w+|\W"
+    # a named pattern given as its exact regex is still that pattern
+    o = Config.from_dict({"version": "1", "pattern": "o200k"})
+    assert Config.from_dict({"version": "1", "pattern_regex": o.pattern_string}).hash == o.hash
+
+
+@pytest.mark.parametrize(
+    "yaml_text,message",
+    [
+        ("version: '1'\npattern: o200k\nvocab_size: 300\nvocab_size: 400\n",
+         "key 'vocab_size' is given twice in {p} (line 3 and line 4); keep one"),
+        ("version: '1'\npattern: o200k\ncorpus:\n  split_bytes: 5\n  text_field: t\n  split_bytes: 6\n",
+         "key 'corpus.split_bytes' is given twice in {p} (line 4 and line 6); keep one"),
+        ("version: '1'\npattern: o200k\nhan: {coverage: 0.5, coverage: 0.9}\n",
+         "key 'han.coverage' is given twice in {p} (line 3 and line 3); keep one"),
+    ],
+)
+def test_duplicate_yaml_keys_are_an_error(tmp_path, yaml_text, message):
+    p = tmp_path / "dup.yaml"
+    p.write_text(yaml_text)
+    with pytest.raises(ConfigError) as e:
+        load_config(p)
+    assert str(e.value) == message.format(p=p)
+
+
+def test_config_errors_exit_2_from_the_cli(tmp_path):
+    from click.testing import CliRunner
+
+    from dwstok_cli.main import cli
+
+    p = tmp_path / "typo.yaml"
+    p.write_text("version: '1'\npattern: o200K\n")
+    r = CliRunner().invoke(cli, ["pretokenize", str(p), "--corpus", str(tmp_path), "--workdir", str(tmp_path / "w")])
+    assert r.exit_code == 2, r.output
+    assert f"key 'pattern' in {p} is 'o200K', which is not a pattern name" in r.output
+    assert not (tmp_path / "w" / "pretokenize").exists()
 
 
 def test_load_errors(tmp_path):

@@ -6,6 +6,7 @@ import pytest
 import regex
 
 from dwstok.errors import InputError
+from dwstok.patterns import PATTERNS
 from stages import Inputs, count, pretokenize
 from stages.count import LANG_PREFIX, read_pieces
 from stages.executors import LocalExecutor
@@ -38,7 +39,7 @@ def run_both(cfg, corpus, work, workers=1):
 
 @pytest.mark.parametrize("pattern", ["o200k", "o200k-rdigits", r"\w+|\W"])
 def test_counts_equal_brute_force(tmp_path, small_parquet, pattern):
-    cfg = config(pattern=pattern)
+    cfg = config(pattern=pattern) if pattern in PATTERNS else config(pattern_regex=pattern)
     rows = docs()
     m1, m2 = run_both(cfg, [small_parquet], tmp_path)
     assert m1.counts["shards"] > 1 and m1.counts["docs"] == len(rows)
