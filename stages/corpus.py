@@ -284,6 +284,11 @@ def _open_stream(shard: Shard):
         import zstandard
 
         raw = open(shard.path, "rb")
+        try:
+            check_zstd_frames(raw, shard.path)
+        except BaseException:
+            raw.close()
+            raise
         return raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
     if shard.compression == "gzip":
         import gzip
@@ -292,6 +297,69 @@ def _open_stream(shard: Shard):
         return raw, gzip.GzipFile(fileobj=raw)
     f = open(shard.path, "rb")
     return f, f
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_ZSTD_SKIPPABLE = range(0x184D2A50, 0x184D2A60)
+
+
+def check_zstd_frames(f, path: str) -> None:
+    """Raise ``InputError`` unless the open binary file ``f`` is whole zstd frames.
+
+    zstandard's stream reader ends quietly where the file ends, even inside a frame, so a
+    cut-off ``.jsonl.zst`` would read as a shorter corpus. This walks the frame and block
+    headers only (RFC 8878: a 3-byte header per block of up to 128 KiB), seeking over the
+    payloads, so it costs a few milliseconds per gigabyte. Bad data inside a block is
+    left to the decompressor, which reports it.
+    """
+    import zstandard
+
+    size = os.fstat(f.fileno()).st_size
+    pos = 0
+
+    def cut(frame: int) -> InputError:
+        return InputError(
+            f"{path}: truncated zstd data: the file ends inside the frame that starts at byte "
+            f"{frame} ({size} bytes on disk); the file is incomplete, copy or write it again"
+        )
+
+    while pos < size:
+        frame = pos
+        f.seek(pos)
+        head = f.read(18)  # the longest frame header
+        if len(head) < 4:
+            raise cut(frame)
+        magic = int.from_bytes(head[:4], "little")
+        if magic in _ZSTD_SKIPPABLE:
+            if len(head) < 8:
+                raise cut(frame)
+            pos += 8 + int.from_bytes(head[4:8], "little")
+            if pos > size:
+                raise cut(frame)
+            continue
+        if magic != _ZSTD_MAGIC:
+            raise InputError(f"{path}: corrupt zstd data: no zstd frame at byte {frame}")
+        try:
+            pos += zstandard.frame_header_size(head)
+            checksum = zstandard.get_frame_parameters(head).has_checksum
+        except zstandard.ZstdError:
+            raise cut(frame) from None
+        while True:
+            f.seek(pos)
+            h = f.read(3)
+            if len(h) < 3:
+                raise cut(frame)
+            v = int.from_bytes(h, "little")
+            # bit 0: last block; bits 1-2: type (1 = RLE, one byte stored); bits 3-23: size
+            pos += 3 + (1 if (v >> 1) & 3 == 1 else v >> 3)
+            if pos > size:
+                raise cut(frame)
+            if v & 1:
+                break
+        pos += 4 * checksum
+        if pos > size:
+            raise cut(frame)
+    f.seek(0)
 
 
 def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
@@ -323,7 +391,12 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
                     block = stream.read(CHUNK_BYTES if limit is None else min(CHUNK_BYTES, limit))
                     if limit is not None:
                         limit -= len(block)
-                except (OSError, EOFError, zlib.error, ValueError) as e:
+                except EOFError as e:  # gzip: the file ends inside a member
+                    raise InputError(
+                        f"{shard.path}: truncated {what or 'compressed'} data after {pos + len(carry)} "
+                        f"decompressed bytes ({e}); the file is incomplete, copy or write it again"
+                    ) from None
+                except (OSError, zlib.error, ValueError) as e:
                     if what:
                         raise InputError(
                             f"{shard.path}: corrupt {what} data after {pos + len(carry)} "

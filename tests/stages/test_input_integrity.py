@@ -1,0 +1,117 @@
+"""A build reads what its inputs say, or fails: truncated compressed files, .txt files as
+one document, and pieces longer than ``pretokenize.max_piece_bytes``."""
+
+import gzip
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from dwstok.errors import InputError
+from stages.config import CorpusConfig
+from stages.corpus import plan_shards, read_batches
+
+N_DOCS = 3000
+DEMO = str(Path(__file__).resolve().parents[2] / "configs" / "demo.yaml")
+
+
+def jsonl_lines(n=N_DOCS) -> bytes:
+    return b"".join(json.dumps({"text": f"document {i} " + "words " * 8, "lang": "en"}).encode() + b"\n" for i in range(n))
+
+
+def read_texts(path, cfg=CorpusConfig()):
+    return [t for s in plan_shards([path], cfg) for b in read_batches(s, cfg) for t in b.text.to_pylist()]
+
+
+# -- item 3: a compressed input must end on a complete frame -------------------------------
+def zstd_two_blocks(data: bytes) -> tuple[bytes, int]:
+    """One zstd frame whose first block ends right after the line of document N/2 - 1:
+    returns the frame and the offset where that block ends (a cut there leaves a file
+    that decompresses, without any error from zstandard, to exactly half the lines)."""
+    import zstandard
+
+    half = data.index(b'{"text": "document %d ' % (N_DOCS // 2))
+    co = zstandard.ZstdCompressor(level=3).compressobj()
+    first = co.compress(data[:half]) + co.flush(zstandard.COMPRESSOBJ_FLUSH_BLOCK)
+    return first + co.compress(data[half:]) + co.flush(), len(first)
+
+
+def test_zstd_cut_after_a_complete_block_is_an_error(tmp_path):
+    import zstandard
+
+    data = jsonl_lines()
+    frame, block_end = zstd_two_blocks(data)
+    whole = tmp_path / "whole.jsonl.zst"
+    whole.write_bytes(frame)
+    assert len(read_texts(whole)) == N_DOCS
+    cut = tmp_path / "cut.jsonl.zst"
+    cut.write_bytes(frame[:block_end])
+    # What made this silent: zstandard itself reads the cut file as half the corpus.
+    half = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(frame[:block_end]), read_across_frames=True).read()
+    assert half.endswith(b"\n") and half.count(b"\n") == N_DOCS // 2
+    with pytest.raises(InputError) as e:
+        read_texts(cut)
+    assert str(e.value) == (
+        f"{cut}: truncated zstd data: the file ends inside the frame that starts at byte 0 "
+        f"({block_end} bytes on disk); the file is incomplete, copy or write it again"
+    )
+    # and every other cut: inside a block, a block header, the frame header, the checksum
+    with_sum = zstandard.ZstdCompressor(write_checksum=True).compress(data)
+    for blob in (frame, with_sum):
+        for n in (1, 4, 6, block_end + 2, len(blob) // 2, len(blob) - 1):
+            cut.write_bytes(blob[:n])
+            with pytest.raises(InputError, match="truncated zstd data"):
+                read_texts(cut)
+
+
+def test_zstd_many_frames_and_skippable_frames_read_completely(tmp_path):
+    import zstandard
+
+    data = jsonl_lines()
+    c = zstandard.ZstdCompressor(write_checksum=True)
+    parts = [data[i : i + 50_000] for i in range(0, len(data), 50_000)]
+    skippable = (0x184D2A50).to_bytes(4, "little") + (5).to_bytes(4, "little") + b"hello"
+    blob = skippable + b"".join(c.compress(p) for p in parts) + skippable
+    p = tmp_path / "multi.jsonl.zst"
+    p.write_bytes(blob)
+    texts = read_texts(p)
+    assert len(texts) == N_DOCS and texts[-1].startswith(f"document {N_DOCS - 1} ")
+    # an empty file is zero frames: an empty corpus, not a truncated one
+    (tmp_path / "empty.jsonl.zst").write_bytes(b"")
+    assert read_texts(tmp_path / "empty.jsonl.zst") == []
+    # ends inside the second frame
+    p.write_bytes(blob[: len(skippable) + len(c.compress(parts[0])) + 10])
+    with pytest.raises(InputError, match=f"frame that starts at byte {len(skippable) + len(c.compress(parts[0]))} "):
+        read_texts(p)
+
+
+def test_gzip_cut_anywhere_is_an_error(tmp_path):
+    data = jsonl_lines()
+    blob = gzip.compress(data)
+    p = tmp_path / "c.jsonl.gz"
+    p.write_bytes(blob)
+    assert len(read_texts(p)) == N_DOCS
+    two = gzip.compress(data[:1000]) + gzip.compress(data[1000:])  # multi-member, whole
+    p.write_bytes(two)
+    assert len(read_texts(p)) == N_DOCS
+    for n in (5, 20, len(blob) // 2, len(blob) - 8, len(blob) - 1):
+        p.write_bytes(blob[:n])
+        with pytest.raises(InputError, match=rf"^{p}: truncated gzip data after \d+ decompressed bytes"):
+            read_texts(p)
+
+
+def test_truncated_input_fails_the_stage_with_exit_3(tmp_path):
+    from click.testing import CliRunner
+
+    from dwstok_cli.main import cli
+
+    frame, block_end = zstd_two_blocks(jsonl_lines())
+    cut = tmp_path / "corpus" / "c.jsonl.zst"
+    cut.parent.mkdir()
+    cut.write_bytes(frame[:block_end])
+    r = CliRunner().invoke(
+        cli, ["pretokenize", DEMO, "--corpus", str(cut.parent), "--workdir", str(tmp_path / "w")]
+    )
+    assert r.exit_code == 3, r.output
+    assert f"Error: {cut}: truncated zstd data" in r.output
