@@ -319,8 +319,8 @@ def check_zstd_frames(f, path: str) -> None:
 
     def cut(frame: int) -> InputError:
         return InputError(
-            f"{path}: truncated zstd data: the file ends inside the frame that starts at byte "
-            f"{frame} ({size} bytes on disk); the file is incomplete, copy or write it again"
+            f"{path}: truncated or corrupt zstd data: the file ends inside the frame that starts at byte "
+            f"{frame} ({size} bytes on disk); copy or write the file again"
         )
 
     while pos < size:
@@ -393,8 +393,8 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
                         limit -= len(block)
                 except EOFError as e:  # gzip: the file ends inside a member
                     raise InputError(
-                        f"{shard.path}: truncated {what or 'compressed'} data after {pos + len(carry)} "
-                        f"decompressed bytes ({e}); the file is incomplete, copy or write it again"
+                        f"{shard.path}: truncated or corrupt {what or 'compressed'} data after {pos + len(carry)} "
+                        f"decompressed bytes ({e}); copy or write the file again"
                     ) from None
                 except (OSError, zlib.error, ValueError) as e:
                     if what:

@@ -53,15 +53,15 @@ def test_zstd_cut_after_a_complete_block_is_an_error(tmp_path):
     with pytest.raises(InputError) as e:
         read_texts(cut)
     assert str(e.value) == (
-        f"{cut}: truncated zstd data: the file ends inside the frame that starts at byte 0 "
-        f"({block_end} bytes on disk); the file is incomplete, copy or write it again"
+        f"{cut}: truncated or corrupt zstd data: the file ends inside the frame that starts at byte 0 "
+        f"({block_end} bytes on disk); copy or write the file again"
     )
     # and every other cut: inside a block, a block header, the frame header, the checksum
     with_sum = zstandard.ZstdCompressor(write_checksum=True).compress(data)
     for blob in (frame, with_sum):
         for n in (1, 4, 6, block_end + 2, len(blob) // 2, len(blob) - 1):
             cut.write_bytes(blob[:n])
-            with pytest.raises(InputError, match="truncated zstd data"):
+            with pytest.raises(InputError, match="truncated or corrupt zstd data"):
                 read_texts(cut)
 
 
@@ -97,7 +97,7 @@ def test_gzip_cut_anywhere_is_an_error(tmp_path):
     assert len(read_texts(p)) == N_DOCS
     for n in (5, 20, len(blob) // 2, len(blob) - 8, len(blob) - 1):
         p.write_bytes(blob[:n])
-        with pytest.raises(InputError, match=rf"^{p}: truncated gzip data after \d+ decompressed bytes"):
+        with pytest.raises(InputError, match=rf"^{p}: truncated or corrupt gzip data after \d+ decompressed bytes"):
             read_texts(p)
 
 
@@ -114,4 +114,4 @@ def test_truncated_input_fails_the_stage_with_exit_3(tmp_path):
         cli, ["pretokenize", DEMO, "--corpus", str(cut.parent), "--workdir", str(tmp_path / "w")]
     )
     assert r.exit_code == 3, r.output
-    assert f"Error: {cut}: truncated zstd data" in r.output
+    assert f"Error: {cut}: truncated or corrupt zstd data" in r.output
