@@ -82,8 +82,9 @@ class CorpusConfig:
     # Consecutive Parquet row groups are grouped into one shard until the group holds
     # at least this many (uncompressed) bytes.
     shard_bytes: int = 4_000_000
-    # Uncompressed JSONL/txt files above this size are split into shards of about this
-    # many bytes (cut between records), for parallelism and progress on one big file.
+    # Uncompressed JSONL files above this size are split into shards of about this many
+    # bytes (cut between lines), for parallelism and progress on one big file. A .txt
+    # file is never split: it is one document, read whole.
     split_bytes: int = 64 << 20
     paths: tuple[str, ...] = ()
 

@@ -1,16 +1,21 @@
 """Corpus readers: plan input shards, then stream each as Arrow batches of (text, lang).
 
 Inputs are Parquet files (consecutive row groups grouped into shards), JSONL, JSONL.zst,
-JSONL.gz and plain text (one file = one document), or folders of them (searched
-recursively, in sorted order). Reading is streamed: Parquet by row group and record
-batch, JSONL in chunks of whole lines, so memory stays bounded whatever the corpus size.
+JSONL.gz and plain text, or folders of them (searched recursively, in sorted order).
+Reading is streamed: Parquet by row group and record batch, JSONL in chunks of whole
+lines, so memory stays bounded whatever the corpus size.
 
-An uncompressed JSONL or txt file above ``corpus.split_bytes`` becomes several shards,
-one per nominal byte range ``[start, end)``. The plan needs no reading: a shard owns
-the records that *begin* in its range (JSONL: a line begins at 0 or after a newline;
-txt: at 0 or after a newline followed by an ASCII letter, the same cut the chunked
-reader has always used, where no pretoken of the built-in patterns spans). So every
-record belongs to exactly one shard, whatever the worker count.
+A ``.txt`` file is one document, whatever its size and ``corpus.split_bytes``: it is one
+shard, read whole (so it takes its own size in memory), because a document is what
+training frames with ``<bos>``/``<eos>``. Put many documents in JSONL or Parquet.
+
+An uncompressed JSONL file above ``corpus.split_bytes`` becomes several shards, one per
+nominal byte range ``[start, end)``. The plan needs no reading: a shard owns the lines
+that *begin* in its range (at 0 or after a newline), so every document belongs to
+exactly one shard, whatever the worker count.
+
+A compressed file must end on a complete frame (zstd) or member (gzip); one that was
+cut off is an ``InputError``, never a shorter corpus.
 
 >>> shards = plan_shards(["corpus.parquet"], CorpusConfig())      # doctest: +SKIP
 >>> for batch in read_batches(shards[0], CorpusConfig()):        # doctest: +SKIP
@@ -46,7 +51,7 @@ SUFFIXES = {
     ".jsonl.gz": ("jsonl", "gzip"),
     ".txt": ("txt", None),
 }
-CHUNK_BYTES = 16 << 20  # JSONL/txt read size; a chunk always ends on a whole line
+CHUNK_BYTES = 16 << 20  # JSONL read size; a chunk always ends on a whole line
 PARQUET_BATCH_ROWS = 1024
 
 
@@ -137,7 +142,7 @@ def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
         fp = file_fingerprint(f)
         if kind != "parquet":
             size = fp["bytes"]
-            if comp is None and size > cfg.split_bytes:
+            if kind == "jsonl" and comp is None and size > cfg.split_bytes:
                 for a, b in split_ranges(size, cfg.split_bytes):
                     shards.append(Shard(len(shards), str(f), kind, None, None, b - a, fp, (a, b)))
             else:
@@ -179,23 +184,10 @@ def split_ranges(size: int, split_bytes: int) -> list[tuple[int, int]]:
     return list(zip(cuts[:-1], cuts[1:]))
 
 
-_TXT_CUT = None
-
-
-def _txt_cut_re():
-    global _TXT_CUT
-    if _TXT_CUT is None:
-        import re
-
-        # A newline followed by an ASCII letter: no built-in pattern's pretoken spans it.
-        _TXT_CUT = re.compile(rb"\n(?=[A-Za-z])")
-    return _TXT_CUT
-
-
-def record_start(f, pos: int, size: int, kind: str) -> int:
-    """The first position >= ``pos`` where a record may begin in an open binary file:
-    0, just after a newline (JSONL), just after a newline followed by an ASCII letter
-    (txt), or ``size``. Reads forward from ``pos - 1`` only as far as it must."""
+def record_start(f, pos: int, size: int) -> int:
+    """The first position >= ``pos`` where a JSONL record may begin in an open binary
+    file: 0, just after a newline, or ``size``. Reads forward from ``pos - 1`` only as
+    far as it must."""
     if pos <= 0:
         return 0
     if pos >= size:
@@ -203,26 +195,14 @@ def record_start(f, pos: int, size: int, kind: str) -> int:
     f.seek(pos - 1)
     at = pos - 1
     block = 1 << 16
-    carry = b""
     while True:
         data = f.read(block)
         if not data:
             return size
-        buf = carry + data
-        if kind == "jsonl":
-            k = buf.find(b"\n")
-            if k >= 0:
-                return at + k + 1
-        else:
-            m = _txt_cut_re().search(buf)
-            if m is not None:
-                return at + m.end()
-            # keep the last byte: a newline there needs the next block's first byte
-            carry = buf[-1:]
-            at += len(buf) - 1
-            block = min(block * 2, CHUNK_BYTES)
-            continue
-        at += len(buf)
+        k = data.find(b"\n")
+        if k >= 0:
+            return at + k + 1
+        at += len(data)
         block = min(block * 2, CHUNK_BYTES)
 
 
@@ -382,8 +362,8 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
         with raw:
             if shard.byte_range is not None:
                 size = os.fstat(raw.fileno()).st_size
-                pos = record_start(raw, shard.byte_range[0], size, shard.kind)
-                limit = record_start(raw, shard.byte_range[1], size, shard.kind) - pos
+                pos = record_start(raw, shard.byte_range[0], size)
+                limit = record_start(raw, shard.byte_range[1], size) - pos
                 raw.seek(pos)
             last = raw.tell()
             while True:
@@ -506,35 +486,29 @@ def _read_jsonl(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
         yield b
 
 
-def _txt_cut(buf: bytes) -> int:
-    """Cut after a newline that precedes an ASCII letter: no o200k pretoken spans such a
-    point, so a big text file read in chunks pretokenizes as it would whole."""
-    import re
-
-    if len(buf) < CHUNK_BYTES:
-        return 0  # keep reading: a small file stays one document
-    tail = 1 << 20
-    m = None
-    for m in re.finditer(rb"\n(?=[A-Za-z])", buf[-tail:]):
-        pass
-    return 0 if m is None else len(buf) - tail + m.end()
-
-
 def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
+    """The whole file as one document (see the module docstring)."""
     import pyarrow as pa
 
-    for pos, chunk, consumed in _chunks(shard, _txt_cut):
-        data = _decode_check(shard, cfg, pos, chunk, "")
-        if data is None:
-            yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped=1, consumed=consumed)
-            continue
-        text = pa.array([data.decode("utf-8")], pa.large_string())
-        yield Batch(
-            text,
-            pa.array([cfg.default_lang], pa.string()),
-            replaced=int(data is not chunk),
-            consumed=consumed,
-        )
+    try:
+        with open(shard.path, "rb") as f:
+            chunk = f.read()
+    except FileNotFoundError:
+        raise InputError(f"corpus file {shard.path} not found") from None
+    except OSError as e:
+        raise InputError(f"cannot read {shard.path}: {e}") from None
+    if not chunk:
+        return
+    data = _decode_check(shard, cfg, 0, chunk, "")
+    if data is None:
+        yield Batch(pa.array([], pa.large_string()), pa.array([], pa.string()), skipped=1, consumed=len(chunk))
+        return
+    yield Batch(
+        pa.array([data.decode("utf-8")], pa.large_string()),
+        pa.array([cfg.default_lang], pa.string()),
+        replaced=int(data is not chunk),
+        consumed=len(chunk),
+    )
 
 
 def _docs_before(path: str, start: int) -> int:

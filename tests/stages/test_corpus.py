@@ -169,18 +169,6 @@ def test_split_shards_are_byte_ranges_in_the_plan(tmp_path):
     assert len(plan_shards([z], CorpusConfig(split_bytes=1))) == 1
 
 
-def test_txt_split_cuts_only_before_an_ascii_letter(tmp_path):
-    text = "Hello\nworld 中文\n日本\n\n  indented\n123\nTail\r\nend" * 20
-    p = tmp_path / "t.txt"
-    p.write_text(text, encoding="utf-8")
-    for split in [1, 5, 40, 333]:
-        _, per_shard = read_split(p, split)
-        pieces = [t for s in per_shard for t in s]
-        assert "".join(pieces) == text
-        for a, b in zip(pieces, pieces[1:]):  # every cut: after "\n", before [A-Za-z]
-            assert a.endswith("\n") and b[:1].isascii() and b[:1].isalpha(), (a[-5:], b[:5])
-
-
 def test_errors_in_a_later_shard_name_absolute_offsets(tmp_path):
     good = b'{"text": "fine", "lang": "en"}\n'
     bad = b'{"text": "bad \xff byte", "lang": "en"}\n'

@@ -115,3 +115,42 @@ def test_truncated_input_fails_the_stage_with_exit_3(tmp_path):
     )
     assert r.exit_code == 3, r.output
     assert f"Error: {cut}: truncated or corrupt zstd data" in r.output
+
+
+# -- item 6: a .txt file is one document, however it is read --------------------------------
+def txt_text(n_bytes: int) -> str:
+    line = "Hello world, a line of text 1234.\nanother line follows here\n  indented 中文\n"
+    return line * (n_bytes // len(line.encode()) + 1)
+
+
+def test_txt_file_is_one_document_with_a_small_split_bytes(tmp_path, monkeypatch):
+    import stages.corpus
+
+    text = txt_text(94_000)
+    p = tmp_path / "t.txt"
+    p.write_text(text, encoding="utf-8")
+    cfg = CorpusConfig(split_bytes=20_000)
+    shards = plan_shards([p], cfg)
+    assert len(shards) == 1 and shards[0].byte_range is None and shards[0].bytes == len(text.encode())
+    assert read_texts(p, cfg) == [text]
+    # files bigger than the reader's chunk (16 MB) were split too: shrink the chunk to see it
+    monkeypatch.setattr(stages.corpus, "CHUNK_BYTES", 4096)
+    assert read_texts(p, cfg) == [text]
+    # JSONL is still split by byte range
+    j = tmp_path / "c.jsonl"
+    j.write_bytes(jsonl_lines(2000))
+    assert len(plan_shards([j], cfg)) > 1 and len(read_texts(j, cfg)) == 2000
+
+
+def test_pretokenize_counts_a_txt_file_as_one_document(tmp_path):
+    from stages import Inputs, pretokenize
+    from stages.executors import LocalExecutor
+
+    from .conftest import config
+
+    p = tmp_path / "corpus" / "t.txt"
+    p.parent.mkdir()
+    p.write_text(txt_text(94_000), encoding="utf-8")
+    cfg = config(corpus={"split_bytes": 20_000})
+    m = pretokenize.run(cfg, Inputs(corpus=[p.parent], workdir=tmp_path), tmp_path / "pretokenize", LocalExecutor(1))
+    assert (m.counts["shards"], m.counts["docs"], m.counts["bytes"]) == (1, 1, p.stat().st_size)
