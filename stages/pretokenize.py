@@ -7,6 +7,13 @@ pairs. The shard's marker ``part-NNNNN.json`` carries its stats: bytes and docum
 language, Han character counts (Han = ``regex`` ``\\p{Han}``, counted on the unique pieces), pieces, skipped and
 replaced documents.
 
+A piece longer than ``pretokenize.max_piece_bytes`` (default 64 KiB) is counted as
+consecutive chunks of at most that many bytes, each ending on a UTF-8 character
+boundary (:func:`cap_pieces`). Without it, one word the size of a file (50 MB of a
+letter, say) became one 50 MB piece and, in training, a 50 MB token. No piece of real
+text comes near the limit, so the default changes nothing there; encoding is not
+affected (the tokenizer encodes every piece whole).
+
 Output schema: ``piece: binary, lang: string, count: int64``, unique (piece, lang) rows
 within the shard. (``binary``, not ``large_binary``: Arrow's hash group-by is several
 times faster on 32-bit offsets.)
@@ -50,7 +57,7 @@ from .manifest import (
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
 
 STAGE = "pretokenize"
-CONFIG_KEYS = ("pattern", "corpus")
+CONFIG_KEYS = ("pattern", "corpus", "pretokenize")
 # Re-aggregate a shard's partial counts once they hold this many rows (bounds memory).
 COMPACT_ROWS = 4_000_000
 
@@ -107,6 +114,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         "rows": totals["rows"],
         "skipped_docs": totals["skipped"],
         "replaced_docs": totals["replaced"],
+        "long_pieces": totals["long_pieces"],
         "languages": len(totals["docs_by_lang"]),
     }
     m = Manifest(
@@ -153,7 +161,7 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
 
     cfg = task.config
     scanner = get_scanner(cfg.pattern)
-    acc = _ShardCounts()
+    acc = _ShardCounts(cfg.pretokenize.max_piece_bytes)
     shown = shard_progress.meter(task.progress, limit=task.shard.bytes)
     for batch in read_batches(task.shard, cfg.corpus):
         acc.add(batch, scanner)
@@ -178,7 +186,9 @@ def _pretokenize_shard(task: _Task) -> dict[str, Any]:
 class _ShardCounts:
     """Accumulates a shard's (piece, lang) counts and stats across batches."""
 
-    def __init__(self):
+    def __init__(self, max_piece_bytes: int):
+        self.max_piece_bytes = max_piece_bytes
+        self.long_pieces = 0  # pieces over the limit, each counted as chunks
         self.parts: list[Any] = []
         self.rows = 0
         self.bytes_by_lang: Counter[str] = Counter()
@@ -201,6 +211,8 @@ class _ShardCounts:
         doc_offs = np.frombuffer(bufs[1], dtype=np.int64)[text.offset : text.offset + n + 1]
         data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
         piece_offs, per_doc = split_documents(scanner, data, doc_offs)
+        piece_offs, per_doc, n_long = cap_pieces(data, piece_offs, per_doc, self.max_piece_bytes)
+        self.long_pieces += n_long
 
         enc = pc.dictionary_encode(batch.lang)
         lang_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
@@ -285,7 +297,10 @@ class _ShardCounts:
     def stats(self, table) -> dict[str, Any]:
         han = self.count_han(table)
         rows = table.num_rows
-        return {
+        # Only when there were any, so a shard of ordinary text has the same marker as
+        # before the limit existed.
+        extra = {"long_pieces": int(self.long_pieces)} if self.long_pieces else {}
+        return extra | {
             "bytes": int(sum(self.bytes_by_lang.values())),
             "docs": int(sum(self.docs_by_lang.values())),
             "pieces": int(self.pieces),
@@ -358,6 +373,58 @@ def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np
     return np.concatenate(chunks), per_doc
 
 
+def cap_pieces(data: np.ndarray, piece_offs: np.ndarray, per_doc: np.ndarray, limit: int):
+    """Pieces longer than ``limit`` bytes cut into chunks of at most ``limit`` bytes.
+
+    A chunk ends where the next ``limit`` bytes end, moved back to the start of a UTF-8
+    character (at most 3 bytes), so every chunk is whole characters. Returns
+    ``(piece_offs, per_doc, n_long)``; the arrays are the input ones when no piece is
+    too long (the usual case: one vectorised length check).
+
+    >>> data = np.frombuffer("ab€€€".encode(), np.uint8)          # 2 + 3 * 3 bytes
+    >>> offs, per_doc, n = cap_pieces(data, np.array([0, 2, 11]), np.array([2]), 4)
+    >>> offs.tolist(), per_doc.tolist(), n
+    ([0, 2, 5, 8, 11], [4], 1)
+    """
+    lengths = np.diff(piece_offs)
+    long = lengths > limit
+    n_long = int(np.count_nonzero(long))
+    if n_long == 0:
+        return piece_offs, per_doc, 0
+    # each chunk holds at least limit - 3 bytes, so this many offsets always suffice
+    room = len(piece_offs) + int(np.sum(lengths[long] // (limit - 3) + 1))
+    out = np.empty(room, dtype=np.int64)
+    out_per_doc = np.empty_like(per_doc)
+    k = _cap_pieces(data, piece_offs, per_doc, limit, out, out_per_doc)
+    return out[: k + 1].copy(), out_per_doc, n_long
+
+
+@njit
+def _cap_pieces(data, offs, per_doc, limit, out, out_per_doc):
+    out[0] = offs[0]
+    k = 0
+    p = 0
+    for d in range(per_doc.shape[0]):
+        n = 0
+        for _ in range(per_doc[d]):
+            s = offs[p]
+            e = offs[p + 1]
+            p += 1
+            while e - s > limit:
+                c = s + limit
+                while (data[c] & 0xC0) == 0x80 and c > s + 1:  # back to a character start
+                    c -= 1
+                k += 1
+                out[k] = c
+                n += 1
+                s = c
+            k += 1
+            out[k] = e
+            n += 1
+        out_per_doc[d] = n
+    return k
+
+
 @njit
 def _scan_docs(kind, data, doc_offs, table, out, per_doc):
     n = 0
@@ -375,13 +442,14 @@ def _scan_docs(kind, data, doc_offs, table, out, per_doc):
 
 
 def _sum_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
-    tot: dict[str, Any] = {"docs": 0, "bytes": 0, "pieces": 0, "rows": 0, "skipped": 0, "replaced": 0}
+    tot: dict[str, Any] = {"docs": 0, "bytes": 0, "pieces": 0, "rows": 0, "skipped": 0, "replaced": 0, "long_pieces": 0}
     by_lang_b: Counter[str] = Counter()
     by_lang_d: Counter[str] = Counter()
     for s in stats:
         for k in ("docs", "bytes", "pieces", "skipped", "replaced"):
             tot[k] += s[k]
         tot["rows"] += s.get("rows") or 0
+        tot["long_pieces"] += s.get("long_pieces", 0)
         by_lang_b.update(s["bytes_by_lang"])
         by_lang_d.update(s["docs_by_lang"])
     tot["bytes_by_lang"] = dict(by_lang_b)

@@ -154,3 +154,111 @@ def test_pretokenize_counts_a_txt_file_as_one_document(tmp_path):
     cfg = config(corpus={"split_bytes": 20_000})
     m = pretokenize.run(cfg, Inputs(corpus=[p.parent], workdir=tmp_path), tmp_path / "pretokenize", LocalExecutor(1))
     assert (m.counts["shards"], m.counts["docs"], m.counts["bytes"]) == (1, 1, p.stat().st_size)
+
+
+# -- item 7: a piece longer than pretokenize.max_piece_bytes is counted as chunks ------------
+BOX = "└" + "─" * 2918 + "┘"  # 8,760 bytes: like the longest pretoken of the reference corpus
+
+
+def chunks_of(piece: bytes, limit: int) -> list[bytes]:
+    """The documented rule, spelled out: greedy chunks of at most ``limit`` bytes, each
+    ending at the start of a UTF-8 character."""
+    out = []
+    while len(piece) > limit:
+        c = limit
+        while piece[c] & 0xC0 == 0x80:
+            c -= 1
+        out.append(piece[:c])
+        piece = piece[c:]
+    return out + [piece]
+
+
+def pieces_counted(tmp_path, rows, work="w", **pretok):
+    from stages import Inputs, count, pretokenize
+    from stages.count import read_pieces
+    from stages.executors import LocalExecutor
+
+    from .conftest import config, write_jsonl
+
+    corpus = write_jsonl(tmp_path / "c.jsonl", rows)
+    cfg = config(pretokenize=pretok) if pretok else config()
+    work = tmp_path / work
+    inp = Inputs(corpus=[corpus], workdir=work)
+    m = pretokenize.run(cfg, inp, work / "pretokenize", LocalExecutor(1))
+    count.run(cfg, inp, work / "count", LocalExecutor(1))
+    table, _ = read_pieces(work / "count" / "pieces.arrow")
+    d = table.to_pydict()
+    return dict(zip(d["piece"], d["count"])), m, cfg, work
+
+
+def test_long_pieces_are_counted_as_chunks_of_the_limit(tmp_path):
+    from collections import Counter
+
+    import regex
+
+    word = "x" * 50_000
+    euros = "€" * 3000  # 9,000 bytes of 3-byte characters: chunks must end on a character
+    rows = [(f"Hello {word} world", "en"), (f"price {euros}!", "en"), ("short text, short pieces", "en")]
+    got, m, cfg, _ = pieces_counted(tmp_path, rows, max_piece_bytes=1000)
+    want = Counter()
+    for text, _ in rows:
+        for p in regex.findall(cfg.pattern_string, text):
+            want.update(chunks_of(p.encode(), 1000))
+    assert got == dict(want)
+    # " xxx…" (50,001 bytes): " " + 999 x, then 49 chunks of 1,000 x, then one "x"
+    assert max(map(len, got)) == 1000 and got[b" " + b"x" * 999] == 1 and got[b"x" * 1000] == 49
+    # " €€€…!" (9,002 bytes): " " + 333 €, then 8 chunks of 333 € (999 bytes: 1,000 would cut a €)
+    assert got[(" " + "€" * 333).encode()] == 1 and got[("€" * 333).encode()] == 8
+    assert m.counts["long_pieces"] == 2
+
+
+def test_training_never_makes_a_token_longer_than_the_limit(tmp_path):
+    from stages import Inputs, train
+    from stages.executors import LocalExecutor
+    from dwstok import Tokenizer
+
+    rows = [("a " + "z" * 20_000 + " b", "en"), ("some ordinary words here", "en")]
+    _, _, cfg, work = pieces_counted(tmp_path, rows, max_piece_bytes=64)
+    train.run(cfg, Inputs(corpus=[], workdir=work), work / "train", LocalExecutor(1))
+    tok = Tokenizer.load(work / "train" / "model.json")
+    longest = max(len(b) for i, b in tok.vocab.items() if i not in tok.special_tokens.values())
+    assert longest <= 64
+    # encoding is not limited: the long word is encoded whole and decodes back exactly
+    assert tok.decode(tok.encode(rows[0][0])) == rows[0][0]
+
+
+def test_default_limit_changes_nothing_on_real_text(tmp_path):
+    rows = [(f"┌{'─' * 40}┐\n{BOX}\n", "en"), ("Hello world! 1234567 中文 text", "en")]
+    runs = {}
+    for name, pretok in [("default", {}), ("unlimited", {"max_piece_bytes": 1 << 40}), ("small", {"max_piece_bytes": 8192})]:
+        _, _, _, work = pieces_counted(tmp_path, rows, name, **pretok)
+        runs[name] = {
+            p.name: p.read_bytes() for stage in ("pretokenize", "count") for p in (work / stage).glob("*")
+            if p.suffix == ".arrow" or p.name == "stats.json"
+        }
+    assert runs["default"] == runs["unlimited"]  # the box-drawing line is far below 64 KiB
+    assert runs["small"] != runs["default"]  # while a limit below it does cut it
+
+
+@pytest.mark.slow
+def test_the_reference_corpus_has_no_piece_near_the_default_limit(corpus_dir):
+    """The figure behind MAX_PIECE_BYTES: the longest pretoken of train and dev."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dwstok.scanner import get_scanner
+    from stages.config import MAX_PIECE_BYTES
+    from stages.pretokenize import split_documents
+
+    longest = 0
+    for split in ("train", "dev"):
+        for pattern in ("o200k", "o200k-rdigits"):
+            scanner = get_scanner(pattern)
+            for rb in pq.ParquetFile(corpus_dir / f"{split}.parquet").iter_batches(batch_size=4096, columns=["text"]):
+                t = rb.column(0).cast(pa.large_string())
+                b = t.buffers()
+                offs = np.frombuffer(b[1], np.int64)[t.offset : t.offset + len(t) + 1]
+                po, _ = split_documents(scanner, np.frombuffer(b[2], np.uint8), offs)
+                longest = max(longest, int(np.diff(po).max(initial=0)))
+    assert 8000 < longest < MAX_PIECE_BYTES // 4, longest
