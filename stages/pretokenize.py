@@ -32,7 +32,7 @@ import numpy as np
 import dwstok
 from dwstok._jit import drop_stale_cache, njit
 from dwstok.errors import InputError
-from dwstok.scanner import get_scanner, scan_range
+from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_range
 
 from . import shard_progress
 from .config import Config
@@ -60,6 +60,10 @@ STAGE = "pretokenize"
 CONFIG_KEYS = ("pattern", "corpus", "pretokenize")
 # Re-aggregate a shard's partial counts once they hold this many rows (bounds memory).
 COMPACT_ROWS = 4_000_000
+# Scan a batch's text this many bytes at a time (a long document, such as a whole .txt
+# file, is cut where no built-in pattern's pretoken spans), so the piece offsets (8 bytes
+# per byte of text at worst) stay bounded whatever the document's size.
+SCAN_BYTES = 32 << 20
 
 
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
@@ -210,10 +214,6 @@ class _ShardCounts:
         bufs = text.buffers()
         doc_offs = np.frombuffer(bufs[1], dtype=np.int64)[text.offset : text.offset + n + 1]
         data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-        piece_offs, per_doc = split_documents(scanner, data, doc_offs)
-        piece_offs, per_doc, n_long = cap_pieces(data, piece_offs, per_doc, self.max_piece_bytes)
-        self.long_pieces += n_long
-
         enc = pc.dictionary_encode(batch.lang)
         lang_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
         langs = enc.dictionary.to_pylist()
@@ -222,19 +222,27 @@ class _ShardCounts:
             self.bytes_by_lang[langs[i]] += int(v)
         for i, v in enumerate(np.bincount(lang_idx, minlength=len(langs))):
             self.docs_by_lang[langs[i]] += int(v)
+        for seg_offs, seg_lang in scan_windows(scanner, data, doc_offs, lang_idx, SCAN_BYTES):
+            self._count(scanner, data, bufs[2], seg_offs, seg_lang, enc.dictionary)
 
+    def _count(self, scanner, data, data_buf, seg_offs, seg_lang, lang_names) -> None:
+        import pyarrow as pa
+
+        piece_offs, per_seg = split_documents(scanner, data, seg_offs)
+        piece_offs, per_seg, n_long = cap_pieces(data, piece_offs, per_seg, self.max_piece_bytes)
+        self.long_pieces += n_long
         n_pieces = len(piece_offs) - 1
         self.pieces += n_pieces
         if n_pieces == 0:
             return
-        pieces = _binary_array(piece_offs, bufs[2])
-        piece_lang = np.repeat(lang_idx, per_doc)
+        pieces = _binary_array(piece_offs, data_buf)
+        piece_lang = np.repeat(seg_lang, per_seg)
         t = pa.table({"piece": pieces, "lang": pa.array(piece_lang)})
         g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
         part = pa.table(
             {
                 "piece": g.column("piece"),
-                "lang": enc.dictionary.take(g.column("lang")),
+                "lang": lang_names.take(g.column("lang")),
                 "count": g.column("count_all"),
             }
         )
@@ -371,6 +379,53 @@ def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np
             chunks.append(b[1:] + s)
             per_doc[i] = len(b) - 1
     return np.concatenate(chunks), per_doc
+
+
+_SAFE_CUT = None
+_WINDOWED = (KIND_O200K, KIND_O200K_RDIGITS, KIND_CL100K)
+
+
+def scan_windows(scanner, data: np.ndarray, doc_offs: np.ndarray, lang_idx: np.ndarray, window: int):
+    """A batch's documents as ``(segment offsets, segment languages)`` groups of about
+    ``window`` bytes of text each, pretokenizing exactly like the whole batch.
+
+    A document longer than ``window`` is cut after a newline that precedes an ASCII
+    letter: o200k, o200k-rdigits and cl100k always end a pretoken there (their
+    ``\\s*[\\r\\n]`` alternatives take the whitespace up to that newline, and no
+    pretoken goes on from a newline into a letter). gpt2's ``\\s+$`` would read a window's
+    last newline differently, and a custom regex could span anything, so those get the
+    whole batch at once, as does a document with no such point.
+    """
+    global _SAFE_CUT
+    total = int(doc_offs[-1] - doc_offs[0])
+    if total <= window or scanner.kind not in _WINDOWED:
+        yield doc_offs, lang_idx
+        return
+    if _SAFE_CUT is None:
+        import re
+
+        _SAFE_CUT = re.compile(rb"\n(?=[A-Za-z])")
+    mem = memoryview(data)
+    cuts = []
+    for d in np.flatnonzero(np.diff(doc_offs) > window):
+        s, e = int(doc_offs[d]), int(doc_offs[d + 1])
+        at = s + window
+        while at < e:
+            m = _SAFE_CUT.search(mem, at - 1, e)
+            if m is None:
+                break
+            cuts.append(m.end())
+            at = m.end() + window
+    # (a sort, not a set union: empty documents repeat an offset)
+    seg_offs = np.sort(np.concatenate([doc_offs, np.asarray(cuts, dtype=np.int64)]))
+    seg_lang = lang_idx[np.searchsorted(doc_offs, seg_offs[:-1], side="right") - 1]
+    # Greedy groups of whole segments, each at least one segment.
+    ends = seg_offs[1:] - seg_offs[0]
+    a = 0
+    while a < len(seg_lang):
+        b = max(a + 1, int(np.searchsorted(ends, int(seg_offs[a] - seg_offs[0]) + window, side="right")))
+        yield seg_offs[a : b + 1], seg_lang[a:b]
+        a = b
 
 
 def cap_pieces(data: np.ndarray, piece_offs: np.ndarray, per_doc: np.ndarray, limit: int):

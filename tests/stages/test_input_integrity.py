@@ -262,3 +262,28 @@ def test_the_reference_corpus_has_no_piece_near_the_default_limit(corpus_dir):
                 po, _ = split_documents(scanner, np.frombuffer(b[2], np.uint8), offs)
                 longest = max(longest, int(np.diff(po).max(initial=0)))
     assert 8000 < longest < MAX_PIECE_BYTES // 4, longest
+
+
+@pytest.mark.parametrize("pattern", ["o200k", "o200k-rdigits", "cl100k", "gpt2"])
+def test_a_long_document_is_scanned_in_windows_like_whole(tmp_path, monkeypatch, pattern):
+    """pretokenize scans a .txt file (one document) a window at a time, cut after a
+    newline before an ASCII letter; the counts equal a whole-document scan."""
+    from stages import Inputs, pretokenize
+    from stages.executors import LocalExecutor
+
+    from .conftest import config
+
+    p = tmp_path / "c" / "t.txt"
+    p.parent.mkdir()
+    p.write_text(
+        "Hello world\n\n  中文 text\r\nanother 1234567 line\n \nx\n\tTab\n!\nEnd.\n" * 200 + "no newline at the end",
+        encoding="utf-8",
+    )
+    parts = {}
+    for window in (1 << 30, 1, 100, 4096):
+        monkeypatch.setattr(pretokenize, "SCAN_BYTES", window)
+        out = tmp_path / f"w{window}"
+        m = pretokenize.run(config(pattern=pattern), Inputs(corpus=[p.parent], workdir=out), out / "p", LocalExecutor(1))
+        assert m.counts["docs"] == 1
+        parts[window] = ((out / "p" / "part-00000.arrow").read_bytes(), m.counts["pieces"])
+    assert parts[1] == parts[100] == parts[4096] == parts[1 << 30]
