@@ -191,19 +191,16 @@ class Config:
                 f"vocab_size{where} is {vocab_size}: it must be at least "
                 f"{len(specials) + N_BYTES} (specials + 256 bytes)"
             )
-        # Forced Han merges are at least one per character (more where a character's
-        # UTF-8 prefix is not a token yet); the exact number needs the corpus, which
-        # train checks, but a count that cannot fit is known now.
-        if han.count is not None and han.count > cfg.n_merges:
+        # Every Han character is 3 or 4 bytes of UTF-8, so forcing n characters takes at
+        # least n merges plus one for the first character's 2-byte prefix. The exact
+        # number needs the corpus (train checks it); a config that cannot fit fails now.
+        need = 2 if han.coverage is not None else (han.count + 1 if han.count else 0)
+        if need > cfg.n_merges:
+            what = f"han.count {han.count}" if han.count is not None else f"han.coverage {han.coverage}"
             raise ConfigError(
-                f"key 'han.count'{where} is {han.count}, but vocab_size {vocab_size} leaves only "
-                f"{cfg.n_merges} merges: each forced character needs at least one; "
-                "lower han.count or raise vocab_size"
-            )
-        if han.coverage is not None and cfg.n_merges == 0:
-            raise ConfigError(
-                f"key 'han.coverage'{where} forces Han merges, but vocab_size {vocab_size} leaves "
-                "no merges: raise vocab_size or set han: off"
+                f"vocab_size{where} is {vocab_size}: it leaves {cfg.n_merges} merges, but {what} "
+                f"forces at least {need} (each Han character is a merge, after its UTF-8 prefix); "
+                "raise vocab_size, lower the Han target or set han: off"
             )
         return cfg
 
