@@ -86,6 +86,14 @@ class CorpusConfig:
 
 
 @dataclass(frozen=True)
+class TrainConfig:
+    """``allow_smaller``: accept a model under ``vocab_size`` tokens when the corpus runs
+    out of pairs to merge (otherwise train stops with an error)."""
+
+    allow_smaller: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
 
@@ -96,6 +104,7 @@ class Config:
     han: HanConfig = field(default_factory=HanConfig)
     balance: BalanceConfig = field(default_factory=BalanceConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -150,6 +159,7 @@ class Config:
         han = _han(r.section("han", allow_off=True), where)
         balance = _balance(r.section("balance"), where)
         corpus = _corpus(r.section("corpus"), where)
+        train = _train(r.section("train"), where)
         r.done()
 
         for i, s in enumerate(specials):
@@ -173,6 +183,7 @@ class Config:
             han=han,
             balance=balance,
             corpus=corpus,
+            train=train,
             source=source,
         )
         if cfg.n_merges < 0:
@@ -282,6 +293,12 @@ def _balance(r: _Reader, where: str) -> BalanceConfig:
     if not 0.0 <= alpha <= 1.0:
         raise ConfigError(f"key 'balance.alpha'{where} must be in [0, 1], got {alpha}")
     return BalanceConfig(alpha=alpha)
+
+
+def _train(r: _Reader, where: str) -> TrainConfig:
+    allow_smaller = r.get("allow_smaller", bool, False)
+    r.done()
+    return TrainConfig(allow_smaller=allow_smaller)
 
 
 def _corpus(r: _Reader, where: str) -> CorpusConfig:
