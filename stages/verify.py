@@ -86,18 +86,19 @@ def _check_stage(stage: str, folder: Path, found: dict[str, Manifest]) -> StageC
                 stage, FAILED, f"{p} does not match the size and sha256 its manifest records "
                 "(modified or corrupted)", len(m.outputs), size,
             )
+    # Intact: later stages are checked against it, even if its own chain is broken.
+    found[stage] = m
     if upstream is not None:
         problem = _check_upstream(stage, m, upstream, found.get(upstream), getattr(mod, "UPSTREAM_KEYS", None))
         if problem:
             return StageCheck(stage, FAILED, problem, len(m.outputs), size, m.built_with)
-    found[stage] = m
     return StageCheck(stage, OK, describe(m.built_with) if m.built_with else "", len(m.outputs), size, m.built_with)
 
 
 def _check_upstream(stage: str, m: Manifest, upstream: str, up: Manifest | None, keys) -> str | None:
     """Why ``m`` does not follow from the ``upstream`` result ``up`` now in place, or None."""
     if up is None:
-        return f"built from a '{upstream}' result that is not there (or failed its check)"
+        return f"built from a '{upstream}' result that is missing or corrupted (see its line)"
     recorded = (m.inputs.get(upstream) or {}).get("output_hash")
     if recorded != up.output_hash:
         return (
