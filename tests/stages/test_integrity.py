@@ -144,6 +144,19 @@ def test_corrupted_model_is_rebuilt(tmp_path, corpus):
     assert model.read_bytes() == good
 
 
+def test_same_size_corruption_of_a_token_shard_is_rebuilt(tmp_path, corpus):
+    """A flipped id in an encode-shards part: the stage is no longer up to date."""
+    work = tmp_path / "w"
+    cfg = config()
+    run(cfg, corpus, work)
+    part = work / "encode-shards" / "part-00000.arrow"
+    good = part.read_bytes()
+    flip_byte(part, at=len(good) // 3)
+    (m,) = run(cfg, corpus, work, (encode_shards,))
+    assert not m.up_to_date and m.counts["resumed_shards"] == m.counts["shards"] - 1
+    assert part.read_bytes() == good
+
+
 def test_shard_marker_checks_the_hash(tmp_path):
     info = mf.write_bytes(tmp_path / "part-00003.arrow", b"data")
     mf.mark_shard_done(tmp_path, 3, "k", {"part-00003.arrow": info}, {"docs": 2})
