@@ -38,7 +38,6 @@ from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
-from .train import CONFIG_KEYS as MODEL_KEYS
 from .manifest import (
     Manifest,
     Staging,
@@ -52,6 +51,7 @@ from .manifest import (
     up_to_date,
     write_json,
 )
+from .train import CONFIG_KEYS as MODEL_KEYS
 
 STAGE = "encode-shards"
 UPSTREAM = "train"

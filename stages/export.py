@@ -41,8 +41,8 @@ from .train import CONFIG_KEYS as MODEL_KEYS
 
 STAGE = "export"
 UPSTREAM = "train"
-# The model must have been trained with this config's model sections (not its corpus
-# reading options: another corpus may be encoded with it).
+# The model must have been trained with this config's model sections (its corpus reading
+# options only chose the text it saw, like the corpus paths).
 UPSTREAM_KEYS = MODEL_KEYS
 CONFIG_KEYS = ("version", "pattern", "special_tokens")
 MODEL_FILE = "model.json"  # in the train stage's folder

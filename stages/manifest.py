@@ -11,7 +11,7 @@ staging folder, which is what resume looks for.
 Whatever reads a stage's result checks it first: every output named by a manifest or a
 marker must lie inside its folder (``ModelFileError`` otherwise: a crafted manifest
 must not make dwstok read or delete files elsewhere), and must still hash to the
-sha256 recorded for it (``verify_outputs``). A corrupt output makes its stage "not up to
+sha256 recorded for it (``first_bad_output``). A corrupt output makes its stage "not up to
 date" (it is rebuilt) and is an error where a later stage consumes it.
 
 >>> import tempfile, pathlib
@@ -147,7 +147,7 @@ def check_names(folder: str | Path, names, source: str | Path) -> None:
         if not bad:
             parts = Path(name).parts
             bad = Path(name).is_absolute() or any(q in ("..", ".") for q in parts) or not parts
-        if not bad and (folder / name).exists():
+        if not bad:  # through a symlink, dangling or not?
             root = root or os.path.realpath(folder)
             real = os.path.realpath(folder / name)
             bad = os.path.commonpath([root, real]) != root

@@ -234,6 +234,9 @@ def test_symlink_out_of_the_folder_is_refused(tmp_path):
     (d / "sub" / "y").write_text("y")
     (d / "alias").symlink_to(d / "sub")
     mf.check_names(d, ["alias/y", "sub/y", "not-there"], "ok")  # links inside are fine
+    (d / "dangling").symlink_to(tmp_path / "outside" / "nothing-yet")
+    with pytest.raises(ModelFileError, match="'dangling/x', a path outside"):
+        mf.check_names(d, ["dangling/x"], "m.json")
 
 
 def test_crafted_shard_marker_is_refused(tmp_path):
