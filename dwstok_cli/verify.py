@@ -33,7 +33,7 @@ def command(workdir: str, as_json: bool) -> None:
     else:
         width = max(len(c.stage) for c in checks)
         for c in checks:
-            what = f"{c.files} files, {human_bytes(c.bytes)}" if c.files else ""
+            what = f"{c.files} file{'s' if c.files != 1 else ''}, {human_bytes(c.bytes)}" if c.files else ""
             detail = "; ".join(x for x in (what, c.detail) if x)
             click.echo(f"{c.stage.ljust(width)}  {c.status.upper() if not c.ok else c.status}  {detail}".rstrip())
     failed = [c.stage for c in checks if not c.ok]

@@ -23,7 +23,7 @@ from dwstok.errors import DwstokError
 
 from . import STAGES, module_name
 from .lineage import describe
-from .manifest import FORMAT, MANIFEST, Manifest, file_matches, read_manifest
+from .manifest import FORMAT, MANIFEST, STAGING_PREFIX, Manifest, file_matches, read_manifest
 
 OK, NOT_BUILT, FAILED = "ok", "not built", "failed"
 
@@ -62,6 +62,10 @@ def _check_stage(stage: str, folder: Path, found: dict[str, Manifest]) -> StageC
     mod = importlib.import_module(module_name(stage))
     upstream = getattr(mod, "UPSTREAM", None)
     if not (folder / MANIFEST).is_file():
+        pending = [d.name for d in sorted(folder.glob(f"{STAGING_PREFIX}*")) if (d / MANIFEST).is_file()]
+        if pending:  # a swap cut short: recover() in the next run of any stage finishes it
+            return StageCheck(stage, NOT_BUILT, f"a finished result waits in {folder / pending[0]}; "
+                              f"the next `dwstok {stage}` (or `dwstok build`) swaps it in")
         return StageCheck(stage, NOT_BUILT, f"no {MANIFEST} in {folder}")
     try:
         m = read_manifest(folder)
