@@ -29,7 +29,7 @@ import hashlib
 import json
 import os
 import re
-import tempfile
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -89,11 +89,17 @@ def dumps(content: dict[str, Any]) -> str:
 
 
 def write(path: str | os.PathLike, content: dict[str, Any]) -> None:
-    """Write atomically: a temporary file in the same folder, then ``os.replace``."""
+    """Write atomically: a temporary file in the same folder, then ``os.replace``.
+
+    The file gets the umask's permissions, like any file a program creates (``mkstemp``
+    would make it 0600). The temporary name ``.NAME.tmp-PID-…`` says which process
+    wrote it, so a cleanup can tell an abandoned one from a live writer's.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = dumps(content)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)

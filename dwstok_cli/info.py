@@ -100,7 +100,12 @@ def _manifest(p: Path) -> dict[str, Any]:
     for k in ("version", "pattern_name", "model_sha256"):
         if k in m.info:
             d[k] = m.info[k]
+    if m.built_with.get("config"):
+        d["config"] = m.built_with["config"]
     d["counts"] = {k: v for k, v in m.counts.items() if not isinstance(v, (dict, list))}
+    asked = m.info.get("vocab_size_requested")
+    if asked is not None and asked != m.counts.get("vocab_size"):
+        d["vocab_size_requested"] = asked  # the corpus ran out of pairs (train.allow_smaller)
     d["files"] = len(m.outputs)
     d["timings"] = m.timings
     return d
@@ -121,6 +126,9 @@ def _model(p: Path) -> dict[str, Any]:
         "specials": len(tok.special_tokens),
         "merges": len(tok.merges),
     }
+    asked = (md.get("config") or {}).get("vocab_size")
+    if isinstance(asked, int) and asked != tok.n_vocab:
+        d["vocab_size_requested"] = asked  # the corpus ran out of pairs (train.allow_smaller)
     if md.get("han"):
         d["han"] = {k: v for k, v in md["han"].items() if not isinstance(v, (list, dict))}
     if md.get("config_hash"):

@@ -7,8 +7,10 @@ Conventions every stage follows (DESIGN.md §2):
 
   - ``config``: a ``stages.config.Config`` (validated YAML);
   - ``inputs``: a ``stages.Inputs``: ``inputs.corpus`` (corpus paths, for the stages
-    that read the corpus) and ``inputs.upstream(stage)`` → that stage's finished output
-    folder and ``Manifest`` (raises ``InputError`` "run `dwstok <stage>` first");
+    that read the corpus) and ``inputs.upstream(stage, config=config, keys=UPSTREAM_KEYS)``
+    → that stage's finished output folder and ``Manifest``, every output checked by its
+    sha256 (raises ``InputError`` "run `dwstok <stage>` first", ``ModelFileError`` for a
+    corrupt file, ``PatternMismatchError`` when it was built with other config sections);
   - ``out_dir``: the stage's own folder (``<workdir>/<stage>``), created if needed;
   - ``executor``: a ``stages.executors.Executor``; map work goes through
     ``executor.map(fn, items, label=..., total_bytes=...)`` with a module-level ``fn``
@@ -31,7 +33,8 @@ Conventions every stage follows (DESIGN.md §2):
   (``manifest.write_json``) for what people read. Everything is written under a temporary
   name and ``os.replace``'d into place (``manifest.atomic_path``). ``_manifest.json`` is
   written last (by ``staging.commit``) with the config hash, inputs hash, every
-  output's sha256 and size, counts and timings.
+  output's sha256 and size, counts, timings and ``built_with``
+  (``lineage.built_with(config, CONFIG_KEYS, upstream.built_with)``: what shaped it).
 
 - **Map stages** (pretokenize, encode-shards): one shard per input file or group of
   Parquet row groups (``corpus.plan_shards``), output ``part-NNNNN.arrow`` and a marker

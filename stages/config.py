@@ -106,6 +106,14 @@ class PretokenizeConfig:
 
 
 @dataclass(frozen=True)
+class TrainConfig:
+    """``allow_smaller``: accept a model under ``vocab_size`` tokens when the corpus runs
+    out of pairs to merge (otherwise train stops with an error)."""
+
+    allow_smaller: bool = False
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
 
@@ -117,6 +125,7 @@ class Config:
     balance: BalanceConfig = field(default_factory=BalanceConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     pretokenize: PretokenizeConfig = field(default_factory=PretokenizeConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -172,6 +181,7 @@ class Config:
         balance = _balance(r.section("balance"), where)
         corpus = _corpus(r.section("corpus"), where)
         pretok = _pretokenize(r.section("pretokenize"), where)
+        train = _train(r.section("train"), where)
         r.done()
 
         _check_specials(specials, where)
@@ -184,6 +194,7 @@ class Config:
             balance=balance,
             corpus=corpus,
             pretokenize=pretok,
+            train=train,
             source=source,
         )
         if cfg.n_merges < 0:
@@ -347,6 +358,12 @@ def _balance(r: _Reader, where: str) -> BalanceConfig:
     if not 0.0 <= alpha <= 1.0:
         raise ConfigError(f"key 'balance.alpha'{where} must be in [0, 1], got {alpha}")
     return BalanceConfig(alpha=alpha)
+
+
+def _train(r: _Reader, where: str) -> TrainConfig:
+    allow_smaller = r.get("allow_smaller", bool, False)
+    r.done()
+    return TrainConfig(allow_smaller=allow_smaller)
 
 
 def _corpus(r: _Reader, where: str) -> CorpusConfig:

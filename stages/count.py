@@ -22,6 +22,7 @@ from dwstok.errors import InputError
 from .config import Config
 from .executors import Executor
 from .inputs import Inputs
+from .lineage import built_with
 from .manifest import (
     Manifest,
     Staging,
@@ -35,6 +36,9 @@ from .manifest import (
 
 STAGE = "count"
 UPSTREAM = "pretokenize"
+# The upstream result must have been built with this config in every section
+# that shaped it (its own upstream's included).
+UPSTREAM_KEYS = None
 CONFIG_KEYS = ("pattern",)
 LANG_PREFIX = "lang:"
 # Fold the shards' rows into the running total once this many are pending.
@@ -44,7 +48,8 @@ COMPACT_ROWS = 8_000_000
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Count unique pieces across all shards; write pieces.arrow and stats.json."""
     out_dir = Path(out_dir)
-    up_dir, up = inputs.upstream(UPSTREAM)
+    # refuses pieces split or read under other config sections (PatternMismatchError)
+    up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
     config_hash = config.hash_of(*CONFIG_KEYS)
     inputs_hash = up.output_hash
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
@@ -96,6 +101,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "pivot_s": t_pivot.seconds, "write_s": t_write.seconds},
         info={"pattern": config.pattern_string, "languages": langs},
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+        built_with=built_with(config, CONFIG_KEYS, up.built_with),
     )
     return staging.commit(m)
 

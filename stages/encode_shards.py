@@ -37,6 +37,7 @@ from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
 from .inputs import Inputs
+from .lineage import built_with
 from .manifest import (
     Manifest,
     Staging,
@@ -50,9 +51,13 @@ from .manifest import (
     up_to_date,
     write_json,
 )
+from .train import CONFIG_KEYS as MODEL_KEYS
 
 STAGE = "encode-shards"
 UPSTREAM = "train"
+# The model must have been trained with this config's model sections (not its corpus
+# reading options: another corpus may be encoded with it).
+UPSTREAM_KEYS = MODEL_KEYS
 MODEL_FILE = "model.json"
 INDEX = "index.json"
 CONFIG_KEYS = ("version", "pattern", "special_tokens", "corpus")
@@ -69,7 +74,8 @@ def load_model(model_path: str | Path, config: Config):
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Encode every corpus shard into ``out_dir/part-NNNNN.arrow`` plus ``index.json``."""
     out_dir = Path(out_dir)
-    up_dir, up = inputs.upstream(UPSTREAM)
+    # refuses a model trained under other config sections (PatternMismatchError)
+    up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
     model = str((up_dir / MODEL_FILE).resolve())
     with Timer() as t_load:
         # refuses another version/pattern before anything is written; with workers=1
@@ -140,6 +146,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash},
                 "corpus": [s.key() for s in shards]},
+        built_with=built_with(config, CONFIG_KEYS, up.built_with),
     )
     return staging.commit(m)
 

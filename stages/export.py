@@ -36,9 +36,14 @@ from . import manifest as mf
 from .config import Config
 from .executors import Executor
 from .inputs import Inputs
+from .lineage import built_with
+from .train import CONFIG_KEYS as MODEL_KEYS
 
 STAGE = "export"
 UPSTREAM = "train"
+# The model must have been trained with this config's model sections (its corpus reading
+# options only chose the text it saw, like the corpus paths).
+UPSTREAM_KEYS = MODEL_KEYS
 CONFIG_KEYS = ("version", "pattern", "special_tokens")
 MODEL_FILE = "model.json"  # in the train stage's folder
 HF_FILE = "tokenizer.json"
@@ -312,7 +317,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     from dwstok.tokenizer import Tokenizer
 
     out_dir = Path(out_dir)
-    up_dir, up = inputs.upstream(UPSTREAM)
+    # refuses a model trained under other config sections (PatternMismatchError)
+    up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
     config_hash = config.hash_of(*CONFIG_KEYS)
     inputs_hash = up.output_hash
     done = mf.up_to_date(out_dir, STAGE, config_hash, inputs_hash)
@@ -353,5 +359,6 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "model_max_length": DEFAULT_MODEL_MAX_LENGTH,
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+        built_with=built_with(config, CONFIG_KEYS, up.built_with),
     )
     return staging.commit(m)

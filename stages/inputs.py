@@ -34,11 +34,21 @@ class Inputs:
             raise ConfigError(f"no workdir given to find the '{stage}' output")
         return Path(self.workdir) / stage
 
-    def upstream(self, stage: str) -> tuple[Path, Manifest]:
-        """The finished output folder of ``stage`` and its manifest; ``InputError``
-        naming the command to run when it is missing or incomplete."""
+    def upstream(self, stage: str, *, config=None, keys=None) -> tuple[Path, Manifest]:
+        """The finished output folder of ``stage`` and its manifest, every output
+        verified by its sha256.
+
+        ``InputError`` names the command to run when it is missing or incomplete,
+        ``ModelFileError`` a corrupted file. With ``config``, the config sections that
+        shaped it (``keys``, default all of them, upstream stages' included) must be
+        ``config``'s, else ``PatternMismatchError`` (``stages.lineage.check``).
+        """
         d = self.stage_dir(stage)
-        return d, require(d, stage)
+        if config is None:
+            return d, require(d, stage)
+        from .lineage import check
+
+        return d, require(d, stage, check=lambda m: check(stage, d, m.built_with, config, keys=keys))
 
     def require_corpus(self) -> tuple[str, ...]:
         if not self.corpus:

@@ -8,6 +8,12 @@ previous result stays whole and up to date for its own config. A map stage also 
 one small marker per shard (``part-NNNNN.json``, after ``part-NNNNN.arrow``) in the
 staging folder, which is what resume looks for.
 
+Whatever reads a stage's result checks it first: every output named by a manifest or a
+marker must lie inside its folder (``ModelFileError`` otherwise: a crafted manifest
+must not make dwstok read or delete files elsewhere), and must still hash to the
+sha256 recorded for it (``first_bad_output``). A corrupt output makes its stage "not up to
+date" (it is rebuilt) and is an error where a later stage consumes it.
+
 >>> import tempfile, pathlib
 >>> d = pathlib.Path(tempfile.mkdtemp())
 >>> info = write_json(d / "x.json", {"a": 1})
@@ -21,7 +27,10 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import shutil
+import socket
+import stat
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,7 +39,9 @@ from typing import Any, Iterator
 from dwstok.durable import sync_dir, sync_file
 
 MANIFEST = "_manifest.json"
-FORMAT = 1
+# 2: manifests record what built them (``built_with``), and outputs are verified by hash.
+# A result of an older format reads as unfinished: it is rebuilt, never trusted.
+FORMAT = 2
 
 
 # -- atomic writes ------------------------------------------------------------------
@@ -70,6 +81,81 @@ def hash_file(path: str | Path) -> FileInfo:
             h.update(chunk)
             n += len(chunk)
     return FileInfo(h.hexdigest(), n)
+
+
+# (device, inode, size, mtime, ctime) -> sha256 of files this process has hashed: a
+# build checks a stage's outputs when it finds the stage up to date and again when the
+# next stage reads them; the second check costs nothing unless the file changed.
+_VERIFIED: dict[tuple[int, ...], str] = {}
+
+
+def _stat_key(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def file_matches(path: str | Path, info: FileInfo, *, cached: bool = True) -> bool:
+    """True when ``path`` is a regular file of ``info.bytes`` bytes hashing to ``info.sha256``.
+
+    The size is compared first (free); the hash is computed once per process for an
+    unchanged file (``cached=False`` always rehashes, as ``dwstok verify`` does).
+    """
+    try:
+        st = os.stat(path)
+    except OSError:
+        return False
+    if not stat.S_ISREG(st.st_mode) or st.st_size != info.bytes:
+        return False
+    key = _stat_key(st)
+    if cached and _VERIFIED.get(key) == info.sha256:
+        return True
+    try:
+        got = hash_file(path)
+    except OSError:
+        return False
+    if got.sha256 != info.sha256:
+        return False
+    _VERIFIED[key] = got.sha256
+    return True
+
+
+def first_bad_output(out_dir: str | Path, outputs: dict[str, FileInfo], *, cached: bool = True) -> str | None:
+    """The name of the first output that is missing or does not match its recorded
+    size and sha256, or None when all are intact."""
+    for name, info in sorted(outputs.items()):
+        if not file_matches(Path(out_dir) / name, info, cached=cached):
+            return name
+    return None
+
+
+# -- paths read from manifests and markers -------------------------------------------
+def check_names(folder: str | Path, names, source: str | Path) -> None:
+    """Refuse (``ModelFileError``, naming ``source``) any name that would leave ``folder``:
+    absolute, with ``..``, or resolving outside it through a symlink.
+
+    >>> check_names("/tmp/w/count", ["pieces.arrow"], "/tmp/w/count/_manifest.json")
+    >>> check_names("/tmp/w/count", ["../../canary.txt"], "m.json")
+    Traceback (most recent call last):
+    ...
+    dwstok.errors.ModelFileError: m.json names '../../canary.txt', a path outside /tmp/w/count; the file was crafted or corrupted: delete /tmp/w/count and run the stage again
+    """
+    from dwstok.errors import ModelFileError
+
+    folder = Path(folder)
+    root = None
+    for name in names:
+        bad = not isinstance(name, str) or not name or "\\" in name or "\0" in name
+        if not bad:
+            parts = Path(name).parts
+            bad = Path(name).is_absolute() or any(q in ("..", ".") for q in parts) or not parts
+        if not bad:  # through a symlink, dangling or not?
+            root = root or os.path.realpath(folder)
+            real = os.path.realpath(folder / name)
+            bad = os.path.commonpath([root, real]) != root
+        if bad:
+            raise ModelFileError(
+                f"{source} names {name!r}, a path outside {folder}; the file was crafted or "
+                f"corrupted: delete {folder} and run the stage again"
+            )
 
 
 def write_bytes(path: str | Path, data: bytes) -> FileInfo:
@@ -129,7 +215,10 @@ class Manifest:
 
     ``inputs_hash`` covers the upstream artifacts (their manifests' output hashes, or the
     corpus files' path, size and mtime); ``config_hash`` the config sections the stage
-    reads. Both must match for the stage to count as up to date.
+    reads. Both must match for the stage to count as up to date. ``built_with`` says
+    what shaped the result, upstream stages included: the config file, version and
+    pattern, and a hash per config section (``stages.lineage``); a later stage refuses
+    a result whose sections differ from its own config.
     """
 
     stage: str
@@ -140,6 +229,7 @@ class Manifest:
     timings: dict[str, float] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
+    built_with: dict[str, Any] = field(default_factory=dict)
     format: int = FORMAT
     created: str = ""
     # Set when a run found the stage up to date (not stored).
@@ -172,22 +262,28 @@ class Manifest:
 
 
 def read_manifest(out_dir: str | Path) -> Manifest | None:
-    """The manifest in ``out_dir``, or None when missing or unreadable."""
+    """The manifest in ``out_dir``, or None when missing or unreadable.
+
+    A manifest naming an output outside ``out_dir`` is a ``ModelFileError``, not None:
+    such a file was crafted, and a workdir holding one is not to be trusted or cleaned.
+    """
     p = Path(out_dir) / MANIFEST
     try:
         m = Manifest.from_json(read_json(p))
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None
+    check_names(out_dir, m.outputs, p)
     m.out_dir = Path(out_dir)
     return m
 
 
 def up_to_date(out_dir: str | Path, stage: str, config_hash: str, inputs_hash: str) -> Manifest | None:
-    """The existing manifest when it matches and every output is still there, else None.
+    """The existing manifest when it matches and every output is intact, else None.
 
     A result that was complete but not yet swapped in when a run crashed is swapped in
-    first (``recover``). Outputs are checked by size (cheap); a truncated or deleted
-    file re-runs the stage.
+    first (``recover``). Every output must still have its recorded size and sha256: a
+    deleted, truncated or corrupted file re-runs the stage. When the stage is up to date,
+    the leftovers of abandoned runs of the same config are removed (``clean_leftovers``).
     """
     recover(out_dir)
     m = read_manifest(out_dir)
@@ -195,23 +291,22 @@ def up_to_date(out_dir: str | Path, stage: str, config_hash: str, inputs_hash: s
         return None
     if m.config_hash != config_hash or m.inputs_hash != inputs_hash:
         return None
-    if not _outputs_intact(out_dir, m.outputs):
+    if first_bad_output(out_dir, m.outputs) is not None:
         return None
+    with contextlib.suppress(OSError):
+        clean_leftovers(out_dir, only=staging_dir(out_dir, config_hash))
     m.up_to_date = True
     return m
 
 
-def _outputs_intact(out_dir: str | Path, outputs: dict[str, FileInfo]) -> bool:
-    for name, info in outputs.items():
-        p = Path(out_dir) / name
-        if not p.is_file() or p.stat().st_size != info.bytes:
-            return False
-    return True
+def require(out_dir: str | Path, stage: str, *, check=None) -> Manifest:
+    """The manifest of an upstream stage with every output verified by its sha256.
 
-
-def require(out_dir: str | Path, stage: str) -> Manifest:
-    """The manifest of an upstream stage, or an InputError saying which command to run."""
-    from dwstok.errors import InputError
+    ``InputError`` says which command to run when the result is missing or unfinished;
+    ``ModelFileError`` names a file that no longer matches its recorded hash.
+    ``check(manifest)``, if given, runs before the (costlier) hashing.
+    """
+    from dwstok.errors import InputError, ModelFileError
 
     with contextlib.suppress(OSError):  # a read-only workdir: read what is there
         recover(out_dir)
@@ -221,12 +316,22 @@ def require(out_dir: str | Path, stage: str) -> Manifest:
             f"{out_dir} holds no finished '{stage}' output: run `dwstok {stage}` first "
             "(with the same --workdir)"
         )
-    for name, info in m.outputs.items():
-        p = Path(out_dir) / name
-        if not p.is_file() or p.stat().st_size != info.bytes:
-            raise InputError(
-                f"{p} is missing or changed since `dwstok {stage}` wrote it: run it again"
-            )
+    if m.format != FORMAT:
+        raise InputError(
+            f"{out_dir} was written by another dwstok version (manifest format {m.format}, "
+            f"this one reads {FORMAT}): run `dwstok {stage}` again (with the same --workdir)"
+        )
+    if check is not None:
+        check(m)
+    bad = first_bad_output(out_dir, m.outputs)
+    if bad is not None:
+        p = Path(out_dir) / bad
+        if not p.is_file():
+            raise InputError(f"{p} is missing since `dwstok {stage}` wrote it: run it again")
+        raise ModelFileError(
+            f"{p} does not match the size and sha256 recorded in {Path(out_dir) / MANIFEST}: "
+            f"it was modified or corrupted; run `dwstok {stage}` again to rebuild it"
+        )
     return m
 
 
@@ -263,16 +368,15 @@ class Staging:
     def __init__(self, out_dir: str | Path, stage: str, config_hash: str, *, reuse_parts: bool = False):
         self.out_dir = Path(out_dir)
         self.stage = stage
-        self.dir = self.out_dir / f"{STAGING_PREFIX}{config_hash[:16]}"
+        self.dir = staging_dir(self.out_dir, config_hash)
         recover(self.out_dir)
-        # Staging folders of other configs belong to abandoned runs: drop them, so the
-        # disk holds at most the old result and one new one.
-        for p in _staging_dirs(self.out_dir):
-            if p != self.dir:
-                shutil.rmtree(p, ignore_errors=True)
+        # Staging folders of other configs belong to abandoned runs (unless their owner
+        # is alive): drop them, so the disk holds at most the old result and one new one.
+        clean_leftovers(self.out_dir, keep=self.dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         # A commit point left here by a run that failed during recovery is void now.
         (self.dir / MANIFEST).unlink(missing_ok=True)
+        write_json(self.dir / OWNER, {"pid": os.getpid(), "host": socket.gethostname()})
         if reuse_parts:
             self._link_parts()
 
@@ -296,7 +400,69 @@ class Staging:
         m.write(self.dir)
         _swap(self.out_dir, self.dir)
         m.out_dir = self.out_dir
+        with contextlib.suppress(OSError):
+            clean_leftovers(self.out_dir)
         return m
+
+
+def staging_dir(out_dir: str | Path, config_hash: str) -> Path:
+    """Where a run of ``config_hash`` stages its result in ``out_dir``."""
+    return Path(out_dir) / f"{STAGING_PREFIX}{config_hash[:16]}"
+
+
+OWNER = ".owner"  # in a staging folder: {"pid", "host"} of the run that last used it
+_TMP_PID = re.compile(r"\.tmp-(\d+)")
+
+
+def clean_leftovers(out_dir: str | Path, *, keep: Path | None = None, only: Path | None = None) -> None:
+    """Remove what abandoned runs left in ``out_dir``: staging folders (all but ``keep``,
+    or just ``only``) and temporary files (``.NAME.tmp-PID``).
+
+    Never what a live run is writing: a staging folder whose owner process is alive,
+    or a temporary file whose PID is alive, stays (another host's run counts as alive).
+    """
+    out_dir = Path(out_dir)
+    for d in _staging_dirs(out_dir):
+        if d == keep or (only is not None and d != only):
+            continue
+        if not _owner_alive(d):
+            shutil.rmtree(d, ignore_errors=True)
+    if out_dir.is_dir():
+        for p in out_dir.iterdir():
+            if _abandoned_temp(p.name) and p.is_file():
+                p.unlink(missing_ok=True)
+
+
+def _owner_alive(d: Path) -> bool:
+    try:
+        o = read_json(d / OWNER)
+        return _alive_elsewhere(int(o["pid"]), o.get("host"))
+    except (OSError, ValueError, TypeError, KeyError):
+        return False  # no owner recorded: an older dwstok's, or torn; abandoned
+
+
+def _abandoned_temp(name: str) -> bool:
+    """``.x.json.tmp-4242`` (or ``...tmp-4242-…``) written by a process no longer alive."""
+    m = _TMP_PID.search(name) if name.startswith(".") else None
+    return m is not None and not _alive_elsewhere(int(m[1]))
+
+
+def _alive_elsewhere(pid: int, host: str | None = None) -> bool:
+    """True when ``pid`` is another live process (this process's own leftovers are not:
+    it removes them only once its own writers are done)."""
+    if host is not None and host != socket.gethostname():
+        return True  # cannot tell from here: keep
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
 
 
 def _is_part(name: str) -> bool:
@@ -333,7 +499,7 @@ def _swap(out_dir: Path, staging: Path) -> None:
     # 2. Old outputs the new result does not have, shard leftovers, crashed writers' temps.
     stale = set(old.outputs) if old is not None else set()
     for p in out_dir.iterdir():
-        if p.is_file() and (_is_part(p.name) or (p.name.startswith(".") and ".tmp-" in p.name)):
+        if p.is_file() and (_is_part(p.name) or _abandoned_temp(p.name)):
             stale.add(p.name)
     for name in stale - set(new.outputs):
         (out_dir / name).unlink(missing_ok=True)
@@ -389,19 +555,19 @@ class ShardDone:
 
 def shard_done(out_dir: str | Path, index: int, key: str) -> ShardDone | None:
     """The marker of shard ``index`` when it was written for ``key`` and its files are
-    intact, else None (the shard must be (re)computed)."""
+    intact (size and sha256), else None (the shard must be (re)computed). A marker
+    naming a file outside ``out_dir`` is a ``ModelFileError``."""
     p = Path(out_dir) / part_name(index, ".json")
     try:
         d = read_json(p)
-    except (OSError, ValueError):
-        return None
-    if d.get("key") != key or d.get("format") != FORMAT:
-        return None
-    outputs = {k: FileInfo(**v) for k, v in d["outputs"].items()}
-    for name, info in outputs.items():
-        q = Path(out_dir) / name
-        if not q.is_file() or q.stat().st_size != info.bytes:
+        if d.get("key") != key or d.get("format") != FORMAT:
             return None
+        outputs = {k: FileInfo(**v) for k, v in d["outputs"].items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+    check_names(out_dir, outputs, p)
+    if first_bad_output(out_dir, outputs) is not None:
+        return None
     return ShardDone(index, key, outputs, d.get("stats", {}))
 
 
@@ -428,7 +594,7 @@ def remove_stale_parts(out_dir: str | Path, keep: int) -> None:
         return
     for p in d.iterdir():
         name = p.name
-        if name.startswith(".") and ".tmp-" in name:
+        if _abandoned_temp(name):
             p.unlink(missing_ok=True)
         elif name.startswith("part-") and name[5:10].isdigit() and int(name[5:10]) >= keep:
             p.unlink(missing_ok=True)

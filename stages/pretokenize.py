@@ -39,6 +39,7 @@ from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
 from .inputs import Inputs
+from .lineage import built_with
 from .manifest import (
     Manifest,
     Staging,
@@ -130,6 +131,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         timings={"plan_s": t_plan.seconds, "map_s": t_map.seconds},
         info={"pattern": config.pattern_string, "pattern_name": config.pattern, "version": config.version},
         inputs={"corpus": [s.key() for s in shards]},
+        built_with=built_with(config, CONFIG_KEYS),
     )
     return staging.commit(m)
 

@@ -4,6 +4,11 @@ Language weights (``balance.alpha``) turn the per-language columns into one int6
 weight per piece (fixed point, so training is exact); forced Han merges (``han``) come
 first; the Numba trainer learns the rest. The model records, in its metadata, the
 config hash, the language weights, the Han plan and the corpus it was trained on.
+
+When the corpus runs out of pairs before ``vocab_size`` is reached, train stops with an
+``InputError`` saying how many tokens it reached, unless the config sets
+``train.allow_smaller: true``; then the smaller model is kept and its manifest records
+both sizes (``counts.vocab_size`` is the real one, ``info.vocab_size_requested``).
 """
 
 from __future__ import annotations
@@ -19,10 +24,14 @@ from .config import Config
 from .count import read_pieces
 from .executors import Executor
 from .inputs import Inputs
-from .manifest import Manifest, Staging, Timer, atomic_path, hash_file, read_json, up_to_date
+from .lineage import built_with
+from .manifest import Manifest, Staging, Timer, hash_file, read_json, up_to_date
 
 STAGE = "train"
 UPSTREAM = "count"
+# The upstream result must have been built with this config in every section
+# that shaped it (its own upstream's included).
+UPSTREAM_KEYS = None
 CONFIG_KEYS = ("version", "pattern", "vocab_size", "special_tokens", "han", "balance")
 MODEL = "model.json"
 
@@ -30,7 +39,8 @@ MODEL = "model.json"
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Train the tokenizer the config describes on the counted pieces."""
     out_dir = Path(out_dir)
-    up_dir, up = inputs.upstream(UPSTREAM)
+    # refuses counts made under other config sections (PatternMismatchError)
+    up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
     config_hash = config.hash_of(*CONFIG_KEYS)
     inputs_hash = up.output_hash
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
@@ -70,16 +80,18 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     )
     with Timer() as t_learn:
         result = learn_merges(data, offsets, weights, config.n_merges, forced=forced)
+    reached = config.vocab_size - config.n_merges + len(result.merges)
     if result.stopped_early:
+        check_size(config, reached, len(result.merges))
         executor.progress.note(
-            f"{STAGE}: stopped early after {len(result.merges)} merges: no pair left to merge "
-            "(the corpus is too small for this vocab_size)"
+            f"{STAGE}: stopped early at {reached:,} tokens ({len(result.merges)} merges), "
+            f"under vocab_size {config.vocab_size:,}: no pair left to merge (train.allow_smaller is set)"
         )
 
     han_report = plan_report(plan)
     metadata = {
         "config_hash": config_hash,
-        "config": config.to_dict() | {"corpus": None},
+        "config": _pinned_config(config),
         "trained_on": {
             "count_output_hash": up.output_hash,
             "docs": stats["docs"],
@@ -100,8 +112,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             version=config.version,
             metadata=metadata,
         )
-        with atomic_path(staging.dir / MODEL) as tmp:
-            tok.save(tmp)
+        tok.save(staging.dir / MODEL)  # atomic, with the umask's permissions
         info = hash_file(staging.dir / MODEL)
 
     m = Manifest(
@@ -124,10 +135,35 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "model_sha256": tok.sha256,
             "han": han_report,
             "weights": metadata["balance"]["weights"],
+            "vocab_size_requested": config.vocab_size,
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
+        built_with=built_with(config, CONFIG_KEYS, up.built_with),
     )
     return staging.commit(m)
+
+
+def check_size(config: Config, reached: int, merges: int) -> None:
+    """A model short of ``vocab_size`` is an error unless ``train.allow_smaller`` is set."""
+    if config.train.allow_smaller:
+        return
+    where = f" in {config.source}" if config.source else ""
+    raise InputError(
+        f"the corpus ran out of pairs to merge: the model reached {reached:,} tokens "
+        f"({merges:,} merges), not vocab_size {config.vocab_size:,}. Use a larger corpus, "
+        f"lower vocab_size to at most {reached:,}, or set `train: {{allow_smaller: true}}`"
+        f"{where} to keep the smaller model"
+    )
+
+
+def _pinned_config(config: Config) -> dict[str, Any]:
+    """The config the model records: not where the corpus was, nor ``train.allow_smaller``
+    (it does not change a model, only whether a short one is kept)."""
+    d = config.to_dict() | {"corpus": None}
+    train = {k: v for k, v in d.pop("train", {}).items() if k != "allow_smaller"}
+    if train:
+        d["train"] = train
+    return d
 
 
 def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
