@@ -30,8 +30,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     from . import build, count, encode_shards, export, info, pretokenize, train
+    from . import eval as evaluate
 
-    for mod in (pretokenize, count, train, export, encode_shards, build, info):
+    for mod in (pretokenize, count, train, export, encode_shards, build, info, evaluate):
         cli.add_command(mod.command)
 
 
