@@ -69,6 +69,13 @@ class BalanceConfig:
 
 
 @dataclass(frozen=True)
+class TrainConfig:
+    """Training knobs: ``max_token_bytes`` caps a learned token's length (None: no cap)."""
+
+    max_token_bytes: int | None = None
+
+
+@dataclass(frozen=True)
 class CorpusConfig:
     """How documents are read: field names, default language, invalid UTF-8 policy."""
 
@@ -96,6 +103,7 @@ class Config:
     han: HanConfig = field(default_factory=HanConfig)
     balance: BalanceConfig = field(default_factory=BalanceConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -113,6 +121,8 @@ class Config:
         d.pop("source")
         d["special_tokens"] = list(self.special_tokens)
         d["corpus"]["paths"] = list(self.corpus.paths)
+        if self.train == TrainConfig():
+            d.pop("train")  # unset, the config (and its hashes) read as before the key existed
         return d
 
     def hash_of(self, *keys: str) -> str:
@@ -150,6 +160,7 @@ class Config:
         han = _han(r.section("han", allow_off=True), where)
         balance = _balance(r.section("balance"), where)
         corpus = _corpus(r.section("corpus"), where)
+        train = _train(r.section("train"), where)
         r.done()
 
         for i, s in enumerate(specials):
@@ -173,6 +184,7 @@ class Config:
             han=han,
             balance=balance,
             corpus=corpus,
+            train=train,
             source=source,
         )
         if cfg.n_merges < 0:
@@ -282,6 +294,14 @@ def _balance(r: _Reader, where: str) -> BalanceConfig:
     if not 0.0 <= alpha <= 1.0:
         raise ConfigError(f"key 'balance.alpha'{where} must be in [0, 1], got {alpha}")
     return BalanceConfig(alpha=alpha)
+
+
+def _train(r: _Reader, where: str) -> TrainConfig:
+    cap = r.get("max_token_bytes", int)
+    r.done()
+    if cap is not None and cap < 2:
+        raise ConfigError(f"key 'train.max_token_bytes'{where} must be at least 2, got {cap}")
+    return TrainConfig(max_token_bytes=cap)
 
 
 def _corpus(r: _Reader, where: str) -> CorpusConfig:

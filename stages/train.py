@@ -31,7 +31,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     """Train the tokenizer the config describes on the counted pieces."""
     out_dir = Path(out_dir)
     up_dir, up = inputs.upstream(UPSTREAM)
-    config_hash = config.hash_of(*CONFIG_KEYS)
+    config_hash = config.hash_of(*config_keys(config))
     inputs_hash = up.output_hash
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
     if done:
@@ -69,7 +69,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         + (f" ({len(forced)} forced Han merges first)" if forced else "")
     )
     with Timer() as t_learn:
-        result = learn_merges(data, offsets, weights, config.n_merges, forced=forced)
+        result = learn_merges(
+            data, offsets, weights, config.n_merges, forced=forced, max_token_bytes=config.train.max_token_bytes
+        )
     if result.stopped_early:
         executor.progress.note(
             f"{STAGE}: stopped early after {len(result.merges)} merges: no pair left to merge "
@@ -92,6 +94,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         "merges_learned": len(result.merges),
         "stopped_early": bool(result.stopped_early),
     }
+    if config.train.max_token_bytes is not None:  # unset, the model is byte for byte as before
+        metadata["max_token_bytes"] = config.train.max_token_bytes
     with Timer() as t_write:
         tok = build_tokenizer(
             result.merges,
@@ -128,6 +132,12 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
     )
     return staging.commit(m)
+
+
+def config_keys(config: Config) -> tuple[str, ...]:
+    """The config sections train reads; ``train`` only when set, so a config without it
+    keeps the hash (and the up-to-date builds) it had before the key existed."""
+    return CONFIG_KEYS + (("train",) if "train" in config.to_dict() else ())
 
 
 def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
