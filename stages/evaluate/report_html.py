@@ -127,7 +127,7 @@ def chart_han(r) -> str:
     share = [100 * (h[n].get("share") or 0) for n in names]
     a2.barh(names, share, color=PALETTE[2])
     a2.set_xlim(0, 100)
-    a2.set_title("Han occurrences emitted as one token (%)", loc="left")
+    a2.set_title("Han occurrences of characters that are one token (%)", loc="left")
     a2.invert_yaxis()
     return _svg(fig)
 
