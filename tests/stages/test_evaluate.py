@@ -181,9 +181,27 @@ def test_sections_on_small_builds(built, tmp_path):
     # ids: the layout adds up and the forced merges are counted
     ids = r["id_space"]["e.3"]
     assert ids["forced_merges"] > 0 and sum(ids.values()) == 288 + 150
-    # digits: right-aligned digits are all aligned; 2026 -> 2|026 when 026 is a token
+    # digits: the aligned share equals a count made token by token
+    from dwstok import Tokenizer
+
     d = r["digits"]["tokenizers"]
-    assert d["e.3"]["aligned_share"] == 1.0 and d["e.1"]["aligned_share"] < 1.0
+    for name in ("e.1", "e.3"):
+        tok = Tokenizer.load(works[name] / "train" / "model.json")
+        n_digit = n_ok = 0
+        for text, _ in eval_docs():
+            raw = text.encode()
+            runs = [(m.start(), m.end()) for m in regex.finditer(rb"[0-9]+", raw)]
+            pos = 0
+            for t in tok.encode(text):
+                b = tok.vocab[t]
+                if b.isdigit() and b.isascii():
+                    s0, e0 = pos, pos + len(b)
+                    rs, re_ = next(run for run in runs if run[0] <= s0 < run[1])
+                    n_digit += 1
+                    n_ok += (s0 == rs or (re_ - s0) % 3 == 0) and (e0 == re_ or (re_ - e0) % 3 == 0)
+                pos += len(b)
+        assert (d[name]["digit_tokens"], d[name]["aligned"]) == (n_digit, n_ok)
+    assert d["e.1"]["examples"]["1234567"][0].startswith("1")
     # Han: the forced build covers more occurrences
     h = r["han"]["tokenizers"]
     assert h["e.3"]["share"] > h["e.1"]["share"]
