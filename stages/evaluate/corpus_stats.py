@@ -12,6 +12,7 @@ plus offsets, the layout dwstok's batch encoder takes without copying.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Sequence
 
@@ -47,7 +48,7 @@ class EvalCorpus:
     def doc_bytes(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    @property
+    @cached_property
     def doc_chars(self) -> np.ndarray:
         """Code points per document: the bytes that are not UTF-8 continuation bytes."""
         starts = ((self.data & 0xC0) != 0x80).astype(np.int64)

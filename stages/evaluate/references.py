@@ -8,8 +8,10 @@ file, checked on load) and ``mistral7b_v0.1.tokenizer.model``. Without such a fo
 the tiktoken ones come from tiktoken's own cache (``TIKTOKEN_CACHE_DIR``). Nothing is
 ever downloaded.
 
-Every reference counts tokens the fastest exact way its library offers
-(``encode_ordinary_batch`` on threads, sentencepiece's ``num_threads``).
+Every reference counts tokens the fastest exact way: a rank file whose pattern dwstok
+scans natively (all three) runs on dwstok's batch encoder, which reproduces tiktoken's ids
+(checked against tiktoken in the tests); tiktoken's ``encode_ordinary_batch`` serves the
+rest; sentencepiece encodes on ``num_threads``.
 """
 
 from __future__ import annotations
@@ -74,6 +76,36 @@ class TiktokenReference:
         return list(self.enc._mergeable_ranks)  # noqa: SLF001 - tiktoken has no public list
 
 
+class RankFileReference:
+    """A tiktoken rank file run by dwstok's own encoder (``Tokenizer.from_tiktoken``), which
+    gives tiktoken's ids exactly (the tests compare the totals with tiktoken itself) and
+    encodes the corpus zero-copy on threads, several times faster than tiktoken."""
+
+    kind = "reference"
+
+    def __init__(self, name: str, tok):
+        self.name = name
+        self.tok = tok
+        self.n_vocab = tok.n_vocab
+
+    def encode_corpus(self, corpus, *, threads: int) -> np.ndarray:
+        if corpus.n_docs == 0:
+            return np.zeros(0, np.int64)
+        _, doc = self.tok.encode_utf8_batch(corpus.data, corpus.offsets, num_threads=threads)
+        return np.diff(doc)
+
+    def doc_tokens(self, texts: Sequence[str], *, threads: int) -> np.ndarray:
+        return np.array([len(x) for x in self.tok.encode_batch(list(texts), num_threads=threads)], np.int64)
+
+    def pieces(self, text: str) -> list[bytes]:
+        v = self.tok.vocab
+        return [v[i] for i in self.tok.encode(text)]
+
+    def vocab_bytes(self) -> list[bytes]:
+        specials = set(self.tok.special_tokens.values())
+        return [b for i, b in self.tok.vocab.items() if i not in specials]
+
+
 class SentencePieceReference:
     kind = "reference"
 
@@ -119,13 +151,18 @@ def reference_dir(option: str | os.PathLike | None) -> Path | None:
     return p
 
 
-def _rank_file(path: Path, expected_sha256: str | None) -> dict[bytes, int]:
+def _check_sha256(path: Path, expected_sha256: str | None) -> bytes:
     try:
         raw = path.read_bytes()
     except OSError as e:
         raise ModelFileError(f"cannot read tiktoken rank file {path}: {e.strerror}") from None
     if expected_sha256 and hashlib.sha256(raw).hexdigest() != expected_sha256:
         raise ModelFileError(f"{path} does not match the sha256 in encodings.json: the file is not the genuine one")
+    return raw
+
+
+def _rank_file(path: Path, expected_sha256: str | None) -> dict[bytes, int]:
+    raw = _check_sha256(path, expected_sha256)
     ranks = {}
     try:
         for line in raw.splitlines():
@@ -170,7 +207,16 @@ def load_reference(name: str, ref_dir: Path | None):
         raise ModelFileError(f"{enc_json} not found: it gives each rank file's pattern and specials") from None
     except (OSError, ValueError, KeyError) as e:
         raise ModelFileError(f"{enc_json} has no readable entry for {base} ({e})") from None
-    ranks = _rank_file(ref_dir / spec.get("file", f"{base}.tiktoken"), spec.get("sha256"))
+    path = ref_dir / spec.get("file", f"{base}.tiktoken")
+    from dwstok.patterns import resolve
+
+    if resolve(spec["pat_str"])[0] is not None:  # a pattern dwstok scans natively
+        _check_sha256(path, spec.get("sha256"))
+        from dwstok import Tokenizer
+
+        tok = Tokenizer.from_tiktoken(path, pattern=spec["pat_str"], special_tokens=spec.get("special_tokens", {}))
+        return RankFileReference(name, tok)
+    ranks = _rank_file(path, spec.get("sha256"))
     enc = tiktoken.Encoding(
         name=base,
         pat_str=spec["pat_str"],

@@ -99,7 +99,7 @@ def evaluate(
     texts = None
     for s in subjects:
         ts = time.perf_counter()
-        if s.kind == "model":
+        if hasattr(s, "encode_corpus"):
             doc_tokens[s.name] = s.encode_corpus(ec, threads=threads)
         else:
             if texts is None:
