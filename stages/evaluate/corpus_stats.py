@@ -51,9 +51,11 @@ class EvalCorpus:
     @cached_property
     def doc_chars(self) -> np.ndarray:
         """Code points per document: the bytes that are not UTF-8 continuation bytes."""
-        starts = ((self.data & 0xC0) != 0x80).astype(np.int64)
-        cum = np.concatenate([[0], np.cumsum(starts)])
-        return cum[self.offsets[1:]] - cum[self.offsets[:-1]]
+        if self.data.size == 0:
+            return np.zeros(self.n_docs, np.int64)
+        lead = (self.data & 0xC0) != 0x80  # one byte a code point starts with
+        n = np.add.reduceat(lead, np.minimum(self.offsets[:-1], max(lead.size - 1, 0)), dtype=np.int64)
+        return np.where(self.doc_bytes > 0, n, 0)  # reduceat gives an empty segment one byte
 
     def per_group(self, per_doc: np.ndarray) -> np.ndarray:
         """Sum a per-document quantity by group."""

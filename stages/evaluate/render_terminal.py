@@ -135,7 +135,7 @@ def audit_tables(r: dict) -> list[Table]:
         for k in ("longest", "unreachable", "repeated"):
             ex = a["examples"].get(k) or []
             if ex:
-                shown = ", ".join(f"{e['id']} {_short(e['text'])!r} ({e['bytes']} B)" for e in ex[:3])
+                shown = ", ".join(f"{e['id']} «{_short(e['text'])}» ({e['bytes']} B)" for e in ex[:3])
                 notes.append(f"{m} {k}: {shown}")
     return [Table("Token audit (rare: emitted < 10 times on the corpus)", ["model", *lists, "longest (bytes)"], rows, notes)]
 

@@ -52,14 +52,14 @@ def _grouped_barh(labels, series: dict[str, list], *, title, xlabel, ref=None, l
         ys = [i + (k - (n - 1) / 2) * h for i in range(len(labels))]
         ax.barh(ys, [v if v is not None else 0 for v in vals], height=h, label=name, color=PALETTE[k % len(PALETTE)])
     ax.set_yticks(range(len(labels)), labels)
-    ax.invert_yaxis()
+    ax.set_ylim(len(labels) - 0.5, -0.5)  # first label on top, no empty band
     if ref is not None:
         ax.axvline(ref, color="#333", linewidth=0.8)
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_title(title, loc="left")
-    ax.legend(loc="best", fontsize=8, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1), fontsize=8, frameon=False)
     return _svg(fig)
 
 
