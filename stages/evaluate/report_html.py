@@ -47,7 +47,7 @@ def _grouped_barh(labels, series: dict[str, list], *, title, xlabel, ref=None, l
     plt = _plt()
     n = max(len(series), 1)
     h = 0.8 / n
-    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.18 * len(labels) * n + 1.2)))
+    fig, ax = plt.subplots(figsize=(8, max(2.0, 0.1 * len(labels) * n + 1.2)))
     for k, (name, vals) in enumerate(series.items()):
         ys = [i + (k - (n - 1) / 2) * h for i in range(len(labels))]
         ax.barh(ys, [v if v is not None else 0 for v in vals], height=h, label=name, color=PALETTE[k % len(PALETTE)])
