@@ -107,15 +107,15 @@ def digit_tables(r: dict) -> list[Table]:
 
 
 def fairness_tables(r: dict) -> list[Table]:
-    p = r.get("parallel")
+    p = r.get("fairness")
     if not p:
         return []
     names = r["tokenizers"]
     s = p["tokenizers"]
     rows = []
-    for g in p["tokens"]:
+    for g in r["parallel"]:
         rows.append([g + (" (not NFC)" if g in p["not_nfc"] else ""), *[
-            f"{s[n]['relative'][g]:.2f}" if n in s and s[n]["relative"] else str(p["tokens"][g][n]) for n in names]])
+            f"{s[n]['relative'][g]:.2f}" if n in s and s[n]["relative"] else str(r["parallel"][g][n]) for n in names]])
     if s:
         rows.append(["Gini", *[f"{s[n]['gini']:.3f}" for n in names]])
     notes = [f"worst served by {n}: {', '.join(s[n]['worst'])}" for n in names if n in s]

@@ -109,8 +109,8 @@ def chart_weights(r) -> str:
 
 
 def chart_parallel(r) -> str:
-    p = r["parallel"]
-    langs = list(p["tokens"])
+    p = r["fairness"]
+    langs = list(r["parallel"])
     s = p["tokenizers"]
     series = {n: [s[n]["relative"][g] for g in langs] for n in r["tokenizers"] if n in s}
     return _grouped_barh(langs, series, title=f"Tokens relative to {p['pivot']} on the same text", xlabel="× English", ref=1)
@@ -230,7 +230,7 @@ def render_html(r: dict) -> str:
         parts += ["<h2>2. Balance</h2>", fig(chart_weights(r), "weights"), _table(balance_tables(r))]
     parts += ["<h2>3. Han</h2>", fig(chart_han(r), "han"), _table(han_tables(r)), han_sentence_html(r)]
     parts += ["<h2>4. Digits</h2>", fig(chart_digits(r), "digits"), _table(digit_tables(r))]
-    if r.get("parallel") and r["parallel"]["tokenizers"]:
+    if r.get("fairness") and r["fairness"]["tokenizers"]:
         parts += ["<h2>5. Fairness on parallel text</h2>", fig(chart_parallel(r), "parallel"), _table(fairness_tables(r))]
     parts += ["<h2>6. Token audit</h2>", _table(audit_tables(r))]
     parts += ["<h2>7. StochasTok</h2>", _table(stochastok_tables(r))]

@@ -128,10 +128,11 @@ def evaluate(
     report["digits"] = digits_section(ec, subjects_m, subjects_r)
     t = lap("digits", t)
     if parallel is not None:
-        report["parallel"] = fairness_section(read_parallel(parallel), subjects, threads=threads)
-        report["parallel"]["dir"] = str(parallel)
+        fair = fairness_section(read_parallel(parallel), subjects, threads=threads)
+        report["parallel"] = fair.pop("tokens")  # {lang: {tokenizer: tokens}}
+        report["fairness"] = fair | {"dir": str(parallel)}
     else:
-        report["parallel"] = None
+        report["parallel"] = report["fairness"] = None
     t = lap("fairness", t)
     report["audit"] = {m.name: audit_mod.audit(m, with_corpus=ec.n_docs > 0) for m in subjects_m}
     t = lap("audit", t)

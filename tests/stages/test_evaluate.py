@@ -164,6 +164,8 @@ def test_unreachable_token_is_found():
 
 
 def test_sections_on_small_builds(built, tmp_path):
+    from dwstok import Tokenizer
+
     corpus, works = built
     par = tmp_path / "par"
     par.mkdir()
@@ -171,10 +173,12 @@ def test_sections_on_small_builds(built, tmp_path):
     (par / "vi.txt").write_text(unicodedata.normalize("NFD", "Tất cả mọi người sinh ra đều được tự do."), encoding="utf-8")
     (par / "zh.txt").write_text("人人生而自由，在尊严和权利上一律平等。", encoding="utf-8")
     r = evaluate([works["e.1"], works["e.3"]], corpus=[corpus], parallel=par, threads=1)
-    p = r["parallel"]
+    p = r["fairness"]
     assert list(p["not_nfc"]) == ["vi"]
     assert p["tokenizers"]["e.1"]["relative"]["en"] == 1.0
-    assert p["tokens"]["vi"]["e.1"] > p["not_nfc"]["vi"]["tokens_nfc"]["e.1"]
+    assert r["parallel"]["vi"]["e.1"] > p["not_nfc"]["vi"]["tokens_nfc"]["e.1"]
+    assert r["parallel"]["zh"]["e.1"] == len(Tokenizer.load(works["e.1"] / "train" / "model.json").encode(
+        (par / "zh.txt").read_text(encoding="utf-8")))
     # balance: α = 1 gives every group the weight 1
     assert {row["weight"] for row in r["balance"]["e.1"]["groups"]} == {1.0}
     assert r["balance"]["e.3"]["alpha"] == 0.7
@@ -182,8 +186,6 @@ def test_sections_on_small_builds(built, tmp_path):
     ids = r["id_space"]["e.3"]
     assert ids["forced_merges"] > 0 and sum(ids.values()) == 288 + 150
     # digits: the aligned share equals a count made token by token
-    from dwstok import Tokenizer
-
     d = r["digits"]["tokenizers"]
     for name in ("e.1", "e.3"):
         tok = Tokenizer.load(works[name] / "train" / "model.json")
