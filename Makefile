@@ -8,7 +8,7 @@ VERSION ?= 32.3
 CORPUS ?= ../shared/corpus/train.parquet
 WORKERS ?= 2
 
-.PHONY: setup test test-slow demo build bench clean
+.PHONY: setup test test-slow demo build bench browser clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,8 +18,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed
 
-test: setup
+test: setup browser
 	$(PY) -m pytest -q
+
+# Debian's chromium for the report test (Playwright drives it; it cannot download its own).
+# Installed only when missing and when root; otherwise that test skips.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+		{ apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } || echo "chromium not installed: the report test will skip"; }
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow

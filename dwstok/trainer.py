@@ -177,7 +177,7 @@ def _compact(occ, seg_start, seg_len, pc, pl, pr, S, n_pairs):
 
 
 @njit
-def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
+def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, max_len):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
@@ -316,6 +316,9 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges):
                     hp[0] = hp[hn]
                     _sift_down(hc, hp, hn, pl, pr, tstart, tlen, tbytes)
                 cur = pc[top_p]
+                if max_len > 0 and tlen[pl[top_p]] + tlen[pr[top_p]] > max_len:
+                    # Too long, for good: a pair's tokens never change, so it is dropped.
+                    continue
                 if cur == top_c:
                     best = top_p
                     cnt = cur
@@ -517,11 +520,17 @@ def learn_merges(
     n_merges: int,
     *,
     forced: Sequence[tuple[bytes, bytes]] = (),
+    max_token_bytes: int | None = None,
 ) -> TrainResult:
     """Learn up to ``n_merges`` merges (forced ones included, and ranked first).
 
     ``data`` (uint8) and ``offsets`` (int64, ``n + 1`` ascending entries) hold the unique
     pieces in Arrow's binary layout; ``weights`` (int64 >= 0) says how often each occurs.
+    ``max_token_bytes`` caps a learned token's length (HF's ``max_token_length``): pairs
+    that would make a longer token are never merged. None learns exactly as without it.
+
+    >>> learn_merges(b"aaaaaaaa", [0, 8], [1], 3, max_token_bytes=4).merges
+    [(b'a', b'a'), (b'aa', b'aa')]
     """
     data = np.ascontiguousarray(np.frombuffer(data, np.uint8) if isinstance(data, bytes) else data)
     offsets = np.ascontiguousarray(offsets)
@@ -556,8 +565,15 @@ def learn_merges(
     if n_pieces + 1 >= 2**31 or data.shape[0] >= 2**40:
         raise InputError("too many pieces for one training run (at most 2**31 - 2)")
 
+    if max_token_bytes is not None:
+        max_token_bytes = int(max_token_bytes)
+        if max_token_bytes < 2:
+            raise ConfigError(f"max_token_bytes must be at least 2 (a merge makes two bytes), got {max_token_bytes}")
+        for a, b in forced:
+            if len(a) + len(b) > max_token_bytes:
+                raise ConfigError(f"forced merge {(a, b)!r} makes a token longer than max_token_bytes={max_token_bytes}")
     fl, fr = _forced_ids(forced)
-    left, right, count, n_done = _learn_kernel(data, offsets, weights, fl, fr, n_merges)
+    left, right, count, n_done = _learn_kernel(data, offsets, weights, fl, fr, n_merges, max_token_bytes or 0)
     tokens = [bytes([b]) for b in range(256)]
     merges = []
     for i in range(int(n_done)):

@@ -30,8 +30,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 def _register() -> None:
     from . import build, count, encode_shards, export, info, pretokenize, train, verify
+    from . import eval as evaluate
 
-    for mod in (pretokenize, count, train, export, encode_shards, build, info, verify):
+    for mod in (pretokenize, count, train, export, encode_shards, build, info, verify, evaluate):
         cli.add_command(mod.command)
 
 

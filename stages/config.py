@@ -107,9 +107,12 @@ class PretokenizeConfig:
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """``allow_smaller``: accept a model under ``vocab_size`` tokens when the corpus runs
-    out of pairs to merge (otherwise train stops with an error)."""
+    """Training knobs. ``max_token_bytes`` caps a learned token's length (None: no cap).
+    ``allow_smaller`` accepts a model under ``vocab_size`` tokens when the corpus runs
+    out of pairs to merge (otherwise train stops with an error); it never changes a
+    model, so it is left out of every hash."""
 
+    max_token_bytes: int | None = None
     allow_smaller: bool = False
 
 
@@ -143,6 +146,8 @@ class Config:
         d.pop("source")
         d["special_tokens"] = list(self.special_tokens)
         d["corpus"]["paths"] = list(self.corpus.paths)
+        if self.train == TrainConfig():
+            d.pop("train")  # unset, the config (and its hashes) read as before the key existed
         return d
 
     def hash_of(self, *keys: str) -> str:
@@ -154,8 +159,12 @@ class Config:
         d = self.to_dict()
         d["pattern"] = self.pattern_string
         d["corpus"].pop("paths")  # where the corpus lives is an input, not config
+        if "train" in d:  # allow_smaller decides whether a short model is kept, not its bytes
+            d["train"].pop("allow_smaller")
+            if not d["train"] or d["train"] == {"max_token_bytes": None}:
+                d.pop("train")
         if keys:
-            d = {k: d[k] for k in keys}
+            d = {k: d[k] for k in keys if k in d}  # an unset optional section hashes as absent
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -362,8 +371,11 @@ def _balance(r: _Reader, where: str) -> BalanceConfig:
 
 def _train(r: _Reader, where: str) -> TrainConfig:
     allow_smaller = r.get("allow_smaller", bool, False)
+    cap = r.get("max_token_bytes", int)
     r.done()
-    return TrainConfig(allow_smaller=allow_smaller)
+    if cap is not None and cap < 2:
+        raise ConfigError(f"key 'train.max_token_bytes'{where} must be at least 2, got {cap}")
+    return TrainConfig(allow_smaller=allow_smaller, max_token_bytes=cap)
 
 
 def _corpus(r: _Reader, where: str) -> CorpusConfig:

@@ -41,7 +41,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     out_dir = Path(out_dir)
     # refuses counts made under other config sections (PatternMismatchError)
     up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
-    config_hash = config.hash_of(*CONFIG_KEYS)
+    config_hash = config.hash_of(*config_keys(config))
     inputs_hash = up.output_hash
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
     if done:
@@ -79,7 +79,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         + (f" ({len(forced)} forced Han merges first)" if forced else "")
     )
     with Timer() as t_learn:
-        result = learn_merges(data, offsets, weights, config.n_merges, forced=forced)
+        result = learn_merges(
+            data, offsets, weights, config.n_merges, forced=forced, max_token_bytes=config.train.max_token_bytes
+        )
     reached = config.vocab_size - config.n_merges + len(result.merges)
     if result.stopped_early:
         check_size(config, reached, len(result.merges))
@@ -104,6 +106,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         "merges_learned": len(result.merges),
         "stopped_early": bool(result.stopped_early),
     }
+    if config.train.max_token_bytes is not None:  # unset, the model is byte for byte as before
+        metadata["max_token_bytes"] = config.train.max_token_bytes
     with Timer() as t_write:
         tok = build_tokenizer(
             result.merges,
@@ -138,7 +142,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "vocab_size_requested": config.vocab_size,
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
-        built_with=built_with(config, CONFIG_KEYS, up.built_with),
+        built_with=built_with(config, config_keys(config), up.built_with),
     )
     return staging.commit(m)
 
@@ -160,10 +164,16 @@ def _pinned_config(config: Config) -> dict[str, Any]:
     """The config the model records: not where the corpus was, nor ``train.allow_smaller``
     (it does not change a model, only whether a short one is kept)."""
     d = config.to_dict() | {"corpus": None}
-    train = {k: v for k, v in d.pop("train", {}).items() if k != "allow_smaller"}
+    train = {k: v for k, v in d.pop("train", {}).items() if k != "allow_smaller" and v is not None}
     if train:
         d["train"] = train
     return d
+
+
+def config_keys(config: Config) -> tuple[str, ...]:
+    """The config sections train reads; ``train`` only when set, so a config without it
+    keeps the hash (and the up-to-date builds) it had before the key existed."""
+    return CONFIG_KEYS + (("train",) if config.train.max_token_bytes is not None else ())
 
 
 def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
