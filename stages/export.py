@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from dwstok.errors import ModelFileError
-from dwstok.patterns import resolve
 from dwstok.export_files import HF_CONFIG_FILE, HF_FILE, byte_level, bytes_to_unicode, hf_pattern  # noqa: F401
+from dwstok.patterns import resolve
 from dwstok.tiktoken_compat import TIKTOKEN_FILE, TIKTOKEN_META_FILE
 from dwstok.tiktoken_compat import load_tiktoken as load_tiktoken
 
@@ -283,6 +283,20 @@ def self_check(tok, out_dir: str | Path, text: str = _SELF_CHECK) -> list[str]:
     return bad
 
 
+def chat_template_trap(settings: ExportConfig, special_tokens) -> str | None:
+    """A warning when the chat template spells specials that transformers will read as text."""
+    if not settings.chat_template or not settings.split_special_tokens:
+        return None
+    spelled = [n for n in special_tokens if n in settings.chat_template]
+    if not spelled:
+        return None
+    return (
+        f"note: the chat template writes {', '.join(spelled[:3])}, which split_special_tokens: true"
+        " tokenizes as text; call apply_chat_template(..., tokenizer_kwargs={'split_special_tokens': False})"
+        " or set export.split_special_tokens: false (docs/exports.md)"
+    )
+
+
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> mf.Manifest:
     """Export ``train/model.json`` for HF tokenizers/transformers and tiktoken."""
     from dwstok.tokenizer import Tokenizer
@@ -310,6 +324,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "this is a bug in dwstok's exporter, please report it"
         )
     executor.progress.note(f"{STAGE}: wrote {', '.join(sorted(outputs))} to {out_dir}")
+    trap = chat_template_trap(config.export, tok.special_tokens)
+    if trap:
+        executor.progress.note(f"{STAGE}: {trap}")
     m = mf.Manifest(
         stage=STAGE,
         config_hash=config_hash,

@@ -126,3 +126,11 @@ def test_export_stage_reads_the_config(tok, tmp_path):
     with LocalExecutor(1) as ex:
         m2 = export.run(cfg2, Inputs(workdir=tmp_path), tmp_path / "export", ex)
     assert not m2.up_to_date and m2.info["model_max_length"] == 4096
+
+
+def test_chat_template_trap_is_noted(tok):
+    specials = tok.special_tokens
+    assert "<bos>, <eos>" in export.chat_template_trap(ExportConfig(chat_template=TEMPLATE), specials)
+    assert export.chat_template_trap(ExportConfig(chat_template=TEMPLATE, split_special_tokens=False), specials) is None
+    assert export.chat_template_trap(ExportConfig(chat_template="{{ messages }}"), specials) is None
+    assert export.chat_template_trap(ExportConfig(), specials) is None
