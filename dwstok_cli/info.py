@@ -14,7 +14,8 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of aligned text.")
 def command(artifact: str, as_json: bool) -> None:
     """Describe ARTIFACT: a stage folder, a _manifest.json, a model.json, a part-NNNNN.arrow,
-    count/pieces.arrow, stats.json, tokenizer.json or a .tiktoken file."""
+    count/pieces.arrow, stats.json, index.json, tokenizer.json, tokenizer_config.json,
+    tiktoken.json or a .tiktoken file."""
     d = describe(Path(artifact))
     if as_json:
         click.echo(json.dumps(d, indent=1, ensure_ascii=False))
