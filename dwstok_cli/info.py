@@ -14,7 +14,8 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of aligned text.")
 def command(artifact: str, as_json: bool) -> None:
     """Describe ARTIFACT: a stage folder, a _manifest.json, a model.json, a part-NNNNN.arrow,
-    count/pieces.arrow, stats.json, tokenizer.json or a .tiktoken file."""
+    count/pieces.arrow, stats.json, index.json, tokenizer.json, tokenizer_config.json,
+    tiktoken.json or a .tiktoken file."""
     d = describe(Path(artifact))
     if as_json:
         click.echo(json.dumps(d, indent=1, ensure_ascii=False))
@@ -78,6 +79,9 @@ def describe(p: Path) -> dict[str, Any]:
                     "outputs": ", ".join(obj["outputs"]),
                     "counts": {k: v for k, v in st.items() if isinstance(v, int)},
                 }
+            export_file = _export_json(p, obj)  # tiktoken.json, tokenizer_config.json, index.json
+            if export_file is not None:
+                return export_file
             if "tokenizer_class" in obj:
                 return {"kind": "HF tokenizer_config.json", "path": str(p), "tokenizer_class": obj["tokenizer_class"]}
     raise InputError(f"{p}: not a dwstok artifact this command knows")
@@ -190,3 +194,57 @@ def _hf(p: Path, obj: dict[str, Any]) -> dict[str, Any]:
         "merges": len(model.get("merges") or []),
         "added_tokens": len(obj.get("added_tokens") or []),
     }
+
+
+# -- the export and encode-shards JSON files (docs/formats.md, docs/exports.md) ------------
+
+
+def _export_json(p: Path, obj: dict[str, Any]) -> dict[str, Any] | None:
+    """``tiktoken.json``, ``tokenizer_config.json`` (with its roles and export settings) and
+    ``encode-shards/index.json`` (bytes/token per language); None for anything else."""
+    from dwstok.tiktoken_compat import TIKTOKEN_FILE
+
+    if {"pat_str", "special_tokens", "file", "sha256"} <= obj.keys():
+        ranks = p.parent / obj["file"]
+        return {
+            "kind": "tiktoken.json",
+            "path": str(p),
+            "name": obj.get("name"),
+            "version": obj.get("version"),
+            "n_vocab": obj.get("n_vocab"),
+            "special_tokens": len(obj["special_tokens"]),
+            "ranks_file": obj["file"] + ("" if ranks.is_file() else " (missing)"),
+            "ranks_sha256": obj["sha256"],
+            "model_sha256": obj.get("model_sha256"),
+            "load": f"dwstok.load_tiktoken({str(p.parent)!r})" if obj["file"] == TIKTOKEN_FILE else None,
+        }
+    if "tokenizer_class" in obj and "added_tokens_decoder" in obj:
+        roles = {k: obj[k] for k in ("bos_token", "eos_token", "pad_token", "unk_token", "mask_token", "sep_token") if k in obj}
+        return {
+            "kind": "HF tokenizer_config.json",
+            "path": str(p),
+            "tokenizer_class": obj["tokenizer_class"],
+            "version": (obj.get("dwstok") or {}).get("version"),
+            "roles": roles,
+            "split_special_tokens": obj.get("split_special_tokens"),
+            "add_bos_token": obj.get("add_bos_token", False),
+            "add_eos_token": obj.get("add_eos_token", False),
+            "model_max_length": obj.get("model_max_length"),
+            "chat_template": "yes" if obj.get("chat_template") else "no",
+            "additional_special_tokens": len(obj.get("additional_special_tokens") or []),
+        }
+    if str(obj.get("format", "")).startswith("dwstok-shard") and "by_lang" in obj:
+        return {
+            "kind": "token shards index",
+            "path": str(p),
+            "version": obj.get("version"),
+            "model_sha256": obj.get("model_sha256"),
+            "dtype": obj.get("dtype"),
+            "shards": len(obj.get("shards") or []),
+            "docs": obj.get("docs"),
+            "tokens": obj.get("tokens"),
+            "bytes": obj.get("bytes"),
+            "bytes_per_token": obj.get("bytes_per_token"),
+            "bytes_per_token_by_lang": {g: v.get("bytes_per_token") for g, v in obj["by_lang"].items()},
+        }
+    return None

@@ -14,6 +14,19 @@ def _set_debug(ctx: click.Context, _param, value: bool) -> bool:
     return value
 
 
+def set_option(fn):
+    """``--set KEY=VALUE`` (repeatable) -> ``overrides``: config overrides for sweeps,
+    validated like the file (stages.config.apply_overrides)."""
+    return click.option(
+        "--set",
+        "overrides",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Override a config key, e.g. --set balance.alpha=0.5 (repeatable; "
+        "VALUE is YAML; null restores the default). `dwstok config keys` lists the keys.",
+    )(fn)
+
+
 def stage_options(fn):
     """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--on-invalid/--json."""
     decorators = [
@@ -53,12 +66,13 @@ def stage_options(fn):
     ]
     for d in reversed(decorators):
         fn = d(fn)
-    return fn
+    return set_option(fn)
 
 
 _STAGE_HELP = """
 
-    CONFIG is a YAML build config (configs/32.3.yaml). Output goes to WORKDIR/{out}/;
+    CONFIG is a YAML build config (a file, or a preset: 32.1, 32.2, 32.3, demo; see
+    `dwstok config list`). Output goes to WORKDIR/{out}/;
     a stage whose inputs and config are unchanged is skipped as up to date.
     """
 

@@ -22,6 +22,7 @@ def run_stages(
     ray_address: str | None = None,
     on_invalid: str | None = None,
     as_json: bool = False,
+    overrides: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
     from stages import Inputs, get_run
     from stages.config import load_config
@@ -29,7 +30,7 @@ def run_stages(
 
     from .progress import make_progress
 
-    cfg = load_config(config)
+    cfg = load_config(config, overrides=overrides)
     if on_invalid:
         cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, on_invalid=on_invalid))
     if ray_address:

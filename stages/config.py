@@ -18,10 +18,14 @@ Each stage hashes only the sections it depends on (``Config.hash_of``), so chang
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 import hashlib
 import json
+import os
+import typing
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -116,6 +120,26 @@ class TrainConfig:
     allow_smaller: bool = False
 
 
+# -- export settings (``export:``) ---------------------------------------------------
+@dataclass(frozen=True)
+class ExportConfig:
+    """What the exported files tell other runtimes (docs/exports.md says why each default).
+
+    None of these change a token id: they only change what HF ``transformers`` /
+    ``tokenizers`` and tiktoken are told about the specials and the context length.
+    """
+
+    model_max_length: int = 8192
+    # transformers: text that spells "<bos>" stays text (the safe default, DESIGN §1)
+    split_special_tokens: bool = True
+    # a TemplateProcessing post-processor in tokenizer.json, and transformers'
+    # add_bos_token / add_eos_token: "<bos>" before / "<eos>" after every sequence
+    add_bos: bool = False
+    add_eos: bool = False
+    chat_template: str | None = None  # Jinja, as transformers' apply_chat_template reads it
+    tiktoken_name: str | None = None  # the encoding's name; default "dwslmtok-<version>"
+
+
 @dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
@@ -129,6 +153,7 @@ class Config:
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     pretokenize: PretokenizeConfig = field(default_factory=PretokenizeConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    export: ExportConfig = field(default_factory=ExportConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -191,6 +216,7 @@ class Config:
         corpus = _corpus(r.section("corpus"), where)
         pretok = _pretokenize(r.section("pretokenize"), where)
         train = _train(r.section("train"), where)
+        export = _export(r.section("export"), where)
         r.done()
 
         _check_specials(specials, where)
@@ -204,8 +230,10 @@ class Config:
             corpus=corpus,
             pretokenize=pretok,
             train=train,
+            export=export,
             source=source,
         )
+        _check_export_specials(export, cfg.special_tokens, where)
         if cfg.n_merges < 0:
             raise ConfigError(
                 f"vocab_size{where} is {vocab_size}: it must be at least "
@@ -225,14 +253,20 @@ class Config:
         return cfg
 
 
-def load_config(path: str | Path) -> Config:
-    """Read and validate a YAML config.
+def load_config(path: str | Path, *, overrides: Sequence[str] = ()) -> Config:
+    """Read and validate a YAML config: a file, or a preset's name (``32.3``).
 
-    Relative ``corpus.paths`` are resolved against the config's folder.
+    ``overrides`` are ``KEY=VALUE`` strings (``balance.alpha=0.5``), applied to the file's
+    mapping before it is validated, so they are checked exactly like the file.
+    Relative ``corpus.paths`` are resolved against the config's folder (against the
+    current folder when they come from an override).
+
+    >>> load_config("32.3", overrides=["balance.alpha=0.5"]).balance.alpha
+    0.5
     """
     import yaml
 
-    p = Path(path)
+    p = config_path(path)
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -247,9 +281,16 @@ def load_config(path: str | Path) -> Config:
         ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"config {p} is not valid YAML: {e}") from None
-    cfg = Config.from_dict(raw, source=str(p))
+    source = str(p)
+    if overrides:
+        if not isinstance(raw, dict):
+            raise ConfigError(f"config in {p} must be a mapping of keys to values")
+        raw = apply_overrides(raw, overrides)
+        source = f"{p} with --set {' --set '.join(overrides)}"
+    cfg = Config.from_dict(raw, source=source)
     if cfg.corpus.paths:
-        paths = tuple(str((p.parent / q).resolve()) for q in cfg.corpus.paths)
+        base = Path.cwd() if any(_override_key(o) == "corpus.paths" for o in overrides) else p.parent
+        paths = tuple(str((base / q).resolve()) for q in cfg.corpus.paths)
         cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, paths=paths))
     return cfg
 
@@ -291,6 +332,116 @@ def _check_unique_keys(node, prefix: str, yaml) -> None:
             raise _DuplicateKey(key, seen[key], line)
         seen[key] = line
         _check_unique_keys(value_node, f"{key}.", yaml)
+
+
+# -- presets: the configs shipped inside the package ---------------------------------
+PRESET_DIR = "configs"  # stages/configs/*.yaml, package data (``configs/`` in a checkout links here)
+
+
+def presets() -> dict[str, Path]:
+    """Preset name -> file, for the configs that ship with dwstok.
+
+    >>> sorted(presets())
+    ['32.1', '32.2', '32.3', 'demo']
+    """
+    folder = Path(__file__).resolve().parent / PRESET_DIR
+    return {f.stem: f for f in sorted(folder.glob("*.yaml"))}
+
+
+def config_path(name_or_path: str | Path) -> Path:
+    """The file for a CONFIG argument: an existing file wins, then a preset by name
+    (``32.3`` or ``32.3.yaml``); otherwise the path as given (so the error names it)."""
+    p = Path(name_or_path)
+    if p.is_file():
+        return p
+    s = str(name_or_path)
+    if "/" not in s and os.sep not in s:
+        found = presets().get(s.removesuffix(".yaml").removesuffix(".yml"))
+        if found is not None:
+            return found
+    return p
+
+
+# -- overrides: ``--set KEY=VALUE`` ----------------------------------------------------
+def schema() -> dict[str, tuple[Any, Any]]:
+    """Every config key, dotted (``han.count``), -> (type, default); sections included
+    as their own keys (``han``). docs/config.md lists exactly these keys.
+
+    >>> schema()["balance.alpha"]
+    (<class 'float'>, 1.0)
+    """
+    out: dict[str, tuple[Any, Any]] = {}
+
+    def walk(cls, prefix: str) -> None:
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            if f.name == "source":
+                continue
+            typ = hints[f.name]
+            default = f.default if f.default is not dataclasses.MISSING else (
+                f.default_factory() if f.default_factory is not dataclasses.MISSING else None
+            )
+            out[prefix + f.name] = (typ, default)
+            if dataclasses.is_dataclass(typ):
+                walk(typ, f"{prefix}{f.name}.")
+
+    walk(Config, "")
+    # A custom regex is read from its own key into ``pattern`` (see _pattern).
+    out["pattern_regex"] = (str | None, None)
+    return out
+
+
+def _override_key(item: str) -> str:
+    return item.partition("=")[0].strip()
+
+
+def parse_override(item: str) -> tuple[str, Any]:
+    """``"balance.alpha=0.5"`` -> ``("balance.alpha", 0.5)``: the value is read as a YAML
+    scalar (or flow list), except that a string key keeps its text as written
+    (``version=32.10`` stays ``"32.10"``). ``null`` (or nothing) means the default.
+
+    >>> parse_override("han.count=500"), parse_override("version=32.10")
+    (('han.count', 500), ('version', '32.10'))
+    """
+    import yaml
+
+    key, eq, text = item.partition("=")
+    key = key.strip()
+    if not eq or not key:
+        raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. --set balance.alpha=0.5")
+    known = schema()
+    if key not in known:
+        close = difflib.get_close_matches(key, known, n=3)
+        hint = f"; did you mean {' or '.join(close)}?" if close else "; see `dwstok config keys`"
+        raise ConfigError(f"--set {item}: unknown key {key!r}{hint}")
+    text = text.strip()
+    if text in ("", "null", "~"):
+        return key, None
+    if known[key][0] in (str, str | None):
+        return key, text
+    try:
+        return key, yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise ConfigError(f"--set {item}: the value is not valid YAML ({e})") from None
+
+
+def apply_overrides(raw: dict, overrides: Sequence[str]) -> dict:
+    """A copy of the config mapping ``raw`` with each ``KEY=VALUE`` set (a null value
+    removes the key, so its default applies)."""
+    out = copy.deepcopy(raw)
+    for item in overrides:
+        key, value = parse_override(item)
+        *sections, leaf = key.split(".")
+        d = out
+        for s in sections:
+            if not isinstance(d.get(s), dict):  # absent, or a section set to 'off'
+                d[s] = {}
+            d = d[s]
+        if value is None:
+            d.pop(leaf, None)
+        else:
+            d[leaf] = value
+    return out
 
 
 class _Reader:
@@ -474,3 +625,36 @@ def _pretokenize(r: _Reader, where: str) -> PretokenizeConfig:
             f"character), got {c.max_piece_bytes}"
         )
     return c
+
+
+def _export(r: _Reader, where: str) -> ExportConfig:
+    d = ExportConfig()
+    c = ExportConfig(
+        model_max_length=r.get("model_max_length", int, d.model_max_length),
+        split_special_tokens=r.get("split_special_tokens", bool, d.split_special_tokens),
+        add_bos=r.get("add_bos", bool, d.add_bos),
+        add_eos=r.get("add_eos", bool, d.add_eos),
+        chat_template=_optional_str(r, "chat_template"),
+        tiktoken_name=_optional_str(r, "tiktoken_name"),
+    )
+    r.done()
+    if c.model_max_length <= 0:
+        raise ConfigError(f"key 'export.model_max_length'{where} must be positive")
+    if c.tiktoken_name is not None and (not c.tiktoken_name or c.tiktoken_name.split() != [c.tiktoken_name]):
+        raise ConfigError(f"key 'export.tiktoken_name'{where} must be a non-empty name without spaces")
+    return c
+
+
+def _optional_str(r: _Reader, key: str) -> str | None:
+    if r.raw.get(key, "") is None:  # written as `key: null`
+        r.raw.pop(key)
+        return None
+    return r.get(key, str)
+
+
+def _check_export_specials(export: ExportConfig, specials: Sequence[str], where: str) -> None:
+    for flag, name in (("add_bos", "<bos>"), ("add_eos", "<eos>")):
+        if getattr(export, flag) and name not in specials:
+            raise ConfigError(
+                f"key 'export.{flag}'{where} needs the special token {name!r}, which special_tokens lacks"
+            )

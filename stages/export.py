@@ -8,13 +8,16 @@ Writes into ``<workdir>/export/``:
   its own regex; ``ByteLevel`` decoder; the specials as ``added_tokens`` (special=true).
   Token strings are the GPT-2 byte-to-unicode spelling of each token's bytes.
 - ``tokenizer_config.json``: for ``transformers.AutoTokenizer.from_pretrained(dir)``;
-  ``split_special_tokens: true``, so text that spells ``<bos>`` stays ordinary text.
-  (A bare ``tokenizers.Tokenizer.from_file`` matches specials in raw text unless
+  by default ``split_special_tokens: true``, so text that spells ``<bos>`` stays ordinary
+  text. (A bare ``tokenizers.Tokenizer.from_file`` matches specials in raw text unless
   ``tok.encode_special_tokens = True``: a runtime switch tokenizer.json cannot store.)
+  The ``export:`` section of the config sets ``model_max_length``,
+  ``split_special_tokens``, a ``chat_template`` and ``add_bos``/``add_eos`` (a
+  ``TemplateProcessing`` post-processor); docs/exports.md says what each does.
 - ``tokenizer.tiktoken``: base64 token and rank per line, ranks = dwstok ids (bytes at
   32 + b, merges from 288), and ``tiktoken.json`` with the pattern and specials, for
   ``tiktoken.Encoding(name, pat_str=..., mergeable_ranks=load_tiktoken_bpe(path),
-  special_tokens=...)`` (:func:`load_tiktoken` does exactly that).
+  special_tokens=...)`` (:func:`dwstok.load_tiktoken` does exactly that).
 
 >>> files = export_tokenizer(tok, "work/32.3/export")  # doctest: +SKIP
 >>> sorted(files)  # doctest: +SKIP
@@ -24,16 +27,18 @@ Writes into ``<workdir>/export/``:
 from __future__ import annotations
 
 import base64
-import functools
 import json
 from pathlib import Path
 from typing import Any
 
 from dwstok.errors import ModelFileError
+from dwstok.export_files import HF_CONFIG_FILE, HF_FILE, byte_level, bytes_to_unicode, hf_pattern  # noqa: F401
 from dwstok.patterns import resolve
+from dwstok.tiktoken_compat import TIKTOKEN_FILE, TIKTOKEN_META_FILE
+from dwstok.tiktoken_compat import load_tiktoken as load_tiktoken
 
 from . import manifest as mf
-from .config import Config
+from .config import Config, ExportConfig
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
@@ -44,13 +49,8 @@ UPSTREAM = "train"
 # The model must have been trained with this config's model sections (its corpus reading
 # options only chose the text it saw, like the corpus paths).
 UPSTREAM_KEYS = MODEL_KEYS
-CONFIG_KEYS = ("version", "pattern", "special_tokens")
+CONFIG_KEYS = ("version", "pattern", "special_tokens", "export")
 MODEL_FILE = "model.json"  # in the train stage's folder
-HF_FILE = "tokenizer.json"
-HF_CONFIG_FILE = "tokenizer_config.json"
-TIKTOKEN_FILE = "tokenizer.tiktoken"
-TIKTOKEN_META_FILE = "tiktoken.json"
-DEFAULT_MODEL_MAX_LENGTH = 8192
 
 # transformers' role names -> our special names (used when the model has them)
 _ROLES = {
@@ -61,38 +61,6 @@ _ROLES = {
     "mask_token": "<mask>",
     "sep_token": "<sep>",
 }
-
-
-@functools.lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable character map (what ByteLevel uses)."""
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
-        range(ord("®"), ord("ÿ") + 1)
-    )
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {b: chr(c) for b, c in zip(bs, cs)}
-
-
-def byte_level(b: bytes) -> str:
-    """``b" hello"`` -> ``"Ġhello"``."""
-    m = bytes_to_unicode()
-    return "".join(m[x] for x in b)
-
-
-def hf_pattern(pattern: str) -> str:
-    """The pattern as Oniguruma (HF tokenizers' engine) should read it.
-
-    Oniguruma reads cl100k's possessive ``\\p{N}{1,3}+`` as a repetition of groups, so
-    long digit runs would split differently; without the ``+`` both engines agree.
-    o200k and its right-aligned-digit variant need no change.
-    """
-    return pattern.replace(r"\p{N}{1,3}+", r"\p{N}{1,3}")
 
 
 def _check_layout(tok) -> tuple[dict[int, bytes], set[int]]:
@@ -111,7 +79,32 @@ def _check_layout(tok) -> tuple[dict[int, bytes], set[int]]:
     return vocab, specials
 
 
-def hf_tokenizer_json(tok) -> dict[str, Any]:
+def post_processor(tok, settings: ExportConfig) -> dict[str, Any] | None:
+    """A ``TemplateProcessing`` that adds ``<bos>``/``<eos>`` (``export.add_bos/add_eos``),
+    or None: then ``encode(text)`` gives the model's ids and nothing else."""
+    if not (settings.add_bos or settings.add_eos):
+        return None
+    sp = tok.special_tokens
+    names = [n for flag, n in ((settings.add_bos, "<bos>"), (settings.add_eos, "<eos>")) if flag]
+    for n in names:
+        if n not in sp:
+            raise ModelFileError(f"export.add_bos/add_eos need {n!r}, which this model has no special for")
+    bos = [{"SpecialToken": {"id": "<bos>", "type_id": 0}}] if settings.add_bos else []
+    eos = [{"SpecialToken": {"id": "<eos>", "type_id": 0}}] if settings.add_eos else []
+
+    def seq(name: str, type_id: int) -> list[dict]:
+        return [{"Sequence": {"id": name, "type_id": type_id}}]
+
+    return {
+        "type": "TemplateProcessing",
+        "single": bos + seq("A", 0) + eos,
+        # a pair: each sequence gets its own <bos>/<eos> (as Llama's tokenizers do)
+        "pair": bos + seq("A", 0) + eos + bos + seq("B", 1) + eos,
+        "special_tokens": {n: {"id": n, "ids": [sp[n]], "tokens": [n]} for n in names},
+    }
+
+
+def hf_tokenizer_json(tok, settings: ExportConfig = ExportConfig()) -> dict[str, Any]:
     """The ``tokenizer.json`` document for HF tokenizers."""
     vocab, specials = _check_layout(tok)
     _, pattern = resolve(tok.pattern)
@@ -159,7 +152,7 @@ def hf_tokenizer_json(tok) -> dict[str, Any]:
                  "use_regex": False},
             ],
         },
-        "post_processor": None,
+        "post_processor": post_processor(tok, settings),
         "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": False,
                     "use_regex": False},
         "model": {
@@ -177,17 +170,22 @@ def hf_tokenizer_json(tok) -> dict[str, Any]:
     }
 
 
-def hf_tokenizer_config(tok, *, model_max_length: int = DEFAULT_MODEL_MAX_LENGTH) -> dict[str, Any]:
+def hf_tokenizer_config(tok, settings: ExportConfig = ExportConfig()) -> dict[str, Any]:
     """The ``tokenizer_config.json`` for ``transformers.AutoTokenizer``."""
     sp = tok.special_tokens
     cfg: dict[str, Any] = {
         "tokenizer_class": "PreTrainedTokenizerFast",
-        # never turn "<bos>" typed in text into the control token (DESIGN §1)
-        "split_special_tokens": True,
-        "model_max_length": int(model_max_length),
+        # by default never turn "<bos>" typed in text into the control token (DESIGN §1)
+        "split_special_tokens": settings.split_special_tokens,
+        "model_max_length": settings.model_max_length,
         "clean_up_tokenization_spaces": False,
         "add_prefix_space": False,
+        # what the post-processor in tokenizer.json does, for transformers' own checks
+        "add_bos_token": settings.add_bos,
+        "add_eos_token": settings.add_eos,
     }
+    if settings.chat_template is not None:
+        cfg["chat_template"] = settings.chat_template
     for role, name in _ROLES.items():
         if name in sp:
             cfg[role] = name
@@ -242,42 +240,20 @@ def tiktoken_meta(tok, ranks_sha256: str, *, name: str | None = None) -> dict[st
 
 
 def export_tokenizer(
-    tok, out_dir: str | Path, *, model_max_length: int = DEFAULT_MODEL_MAX_LENGTH
+    tok, out_dir: str | Path, settings: ExportConfig = ExportConfig()
 ) -> dict[str, mf.FileInfo]:
     """Write the four export files into ``out_dir`` (atomically); return name -> FileInfo."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    hf = json.dumps(hf_tokenizer_json(tok), ensure_ascii=False, indent=None)
+    hf = json.dumps(hf_tokenizer_json(tok, settings), ensure_ascii=False, indent=None)
     files = {
         HF_FILE: mf.write_bytes(out / HF_FILE, (hf + "\n").encode("utf-8")),
-        HF_CONFIG_FILE: mf.write_json(
-            out / HF_CONFIG_FILE, hf_tokenizer_config(tok, model_max_length=model_max_length)
-        ),
+        HF_CONFIG_FILE: mf.write_json(out / HF_CONFIG_FILE, hf_tokenizer_config(tok, settings)),
         TIKTOKEN_FILE: mf.write_bytes(out / TIKTOKEN_FILE, tiktoken_ranks(tok)),
     }
-    meta = tiktoken_meta(tok, files[TIKTOKEN_FILE].sha256)
+    meta = tiktoken_meta(tok, files[TIKTOKEN_FILE].sha256, name=settings.tiktoken_name)
     files[TIKTOKEN_META_FILE] = mf.write_json(out / TIKTOKEN_META_FILE, meta)
     return files
-
-
-def load_tiktoken(export_dir: str | Path):
-    """A ``tiktoken.Encoding`` from an export folder (tiktoken is an optional dependency).
-
-    >>> enc = load_tiktoken("work/32.3/export")  # doctest: +SKIP
-    >>> enc.encode_ordinary("hello world")  # doctest: +SKIP
-    """
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    d = Path(export_dir)
-    meta = mf.read_json(d / TIKTOKEN_META_FILE)
-    return tiktoken.Encoding(
-        meta["name"],
-        pat_str=meta["pat_str"],
-        mergeable_ranks=load_tiktoken_bpe(str(d / meta["file"]), expected_hash=meta["sha256"]),
-        special_tokens=meta["special_tokens"],
-        explicit_n_vocab=meta["n_vocab"],
-    )
 
 
 def load_hf(export_dir: str | Path, *, encode_special_tokens: bool = True):
@@ -312,6 +288,20 @@ def self_check(tok, out_dir: str | Path, text: str = _SELF_CHECK) -> list[str]:
     return bad
 
 
+def chat_template_trap(settings: ExportConfig, special_tokens) -> str | None:
+    """A warning when the chat template spells specials that transformers will read as text."""
+    if not settings.chat_template or not settings.split_special_tokens:
+        return None
+    spelled = [n for n in special_tokens if n in settings.chat_template]
+    if not spelled:
+        return None
+    return (
+        f"note: the chat template writes {', '.join(spelled[:3])}, which split_special_tokens: true"
+        " tokenizes as text; call apply_chat_template(..., tokenizer_kwargs={'split_special_tokens': False})"
+        " or set export.split_special_tokens: false (docs/exports.md)"
+    )
+
+
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> mf.Manifest:
     """Export ``train/model.json`` for HF tokenizers/transformers and tiktoken."""
     from dwstok.tokenizer import Tokenizer
@@ -331,7 +321,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         )
     staging = mf.Staging(out_dir, STAGE, config_hash)  # old result kept until commit
     with mf.Timer() as t_write:
-        outputs = export_tokenizer(tok, staging.dir)
+        outputs = export_tokenizer(tok, staging.dir, config.export)
     with mf.Timer() as t_check:
         bad = self_check(tok, staging.dir)
     if bad:
@@ -340,6 +330,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "this is a bug in dwstok's exporter, please report it"
         )
     executor.progress.note(f"{STAGE}: wrote {', '.join(sorted(outputs))} to {out_dir}")
+    trap = chat_template_trap(config.export, tok.special_tokens)
+    if trap:
+        executor.progress.note(f"{STAGE}: {trap}")
     m = mf.Manifest(
         stage=STAGE,
         config_hash=config_hash,
@@ -356,7 +349,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "pattern": tok.pattern,
             "pattern_name": tok.pattern_name,
             "model_sha256": tok.sha256,
-            "model_max_length": DEFAULT_MODEL_MAX_LENGTH,
+            "model_max_length": config.export.model_max_length,
         },
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
         built_with=built_with(config, CONFIG_KEYS, up.built_with),

@@ -1,0 +1,162 @@
+"""Tokenizer.load on what export writes, dwstok.load_tiktoken, the tiktoken_ext plugin,
+and decode's options."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import dwstok
+from dwstok import Tokenizer
+from dwstok.errors import ModelFileError, PatternMismatchError
+from dwstok.tiktoken_compat import plugin_constructors
+from tests.small_model import SAMPLE, TEXTS, small_model
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    from stages.export import export_tokenizer
+
+    tok = small_model()
+    d = tmp_path_factory.mktemp("export")
+    export_tokenizer(tok, d)
+    train = tmp_path_factory.mktemp("train")
+    tok.save(train / "model.json")
+    return tok, d, train
+
+
+@pytest.mark.parametrize(
+    "where,rule",
+    [
+        ("model", "merges"),
+        ("train", "merges"),
+        ("export", "merges"),
+        ("export/tokenizer.json", "merges"),
+        ("export/tokenizer.tiktoken", "ranks"),
+        ("export/tiktoken.json", "ranks"),
+    ],
+)
+def test_every_export_gives_the_models_ids(exported, where, rule):
+    tok, d, train = exported
+    path = {"model": train / "model.json", "train": train, "export": d}.get(where) or d / where.split("/", 1)[1]
+    got = Tokenizer.load(path, expect_version="t1", expect_pattern="o200k-rdigits")
+    assert got.merge_rule == rule and got.version == "t1" and got.special_tokens == tok.special_tokens
+    assert got.vocab == tok.vocab and got.n_vocab == tok.n_vocab
+    for text in (SAMPLE, TEXTS):
+        assert got.encode(text) == tok.encode(text)
+        assert got.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
+    assert got.decode(tok.encode(SAMPLE)) == SAMPLE
+
+
+def test_cl100k_pattern_comes_back_by_name(tmp_path):
+    # the exporter rewrites cl100k's possessive digits for Oniguruma; load maps it back
+    from stages.export import export_tokenizer
+
+    tok = small_model(pattern="cl100k")
+    export_tokenizer(tok, tmp_path)
+    got = Tokenizer.load(tmp_path / "tokenizer.json")
+    assert got.pattern_name == "cl100k" and got.encode("12345678 x") == tok.encode("12345678 x")
+
+
+def test_expectations_are_checked_on_exports(exported):
+    _, d, _ = exported
+    with pytest.raises(PatternMismatchError, match=r"is version 't1', but version '32.3' was expected"):
+        Tokenizer.load(d, expect_version="32.3")
+    with pytest.raises(PatternMismatchError, match=r"built with pattern 'o200k-rdigits', but 'o200k' was expected"):
+        Tokenizer.load(d / "tokenizer.tiktoken", expect_pattern="o200k")
+
+
+def test_load_errors_say_what_to_do(exported, tmp_path):
+    _, d, _ = exported
+    with pytest.raises(ModelFileError, match=r"is a folder with no model.json, tokenizer.json or tiktoken.json"):
+        Tokenizer.load(tmp_path)
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / "x.tiktoken").write_bytes((d / "tokenizer.tiktoken").read_bytes())
+    with pytest.raises(ModelFileError, match=r"tiktoken.json not found: a .tiktoken file needs the tiktoken.json"):
+        Tokenizer.load(lone / "x.tiktoken")
+    stale = tmp_path / "stale"
+    stale.mkdir()
+    (stale / "tiktoken.json").write_text((d / "tiktoken.json").read_text())
+    (stale / "tokenizer.tiktoken").write_bytes((d / "tokenizer.tiktoken").read_bytes()[:-40] + b"\n")
+    with pytest.raises(ModelFileError, match=r"does not match the sha256 in its tiktoken.json"):
+        Tokenizer.load(stale)
+    with pytest.raises(ModelFileError, match=r"does not match the sha256"):
+        dwstok.load_tiktoken(stale)
+    wordpiece = tmp_path / "tokenizer.json"
+    wordpiece.write_text(json.dumps({"version": "1.0", "model": {"type": "WordPiece", "vocab": {}}}))
+    with pytest.raises(ModelFileError, match=r"model type 'WordPiece' is not BPE; dwstok loads the byte-level BPE"):
+        Tokenizer.load(wordpiece)
+
+
+def test_load_tiktoken_is_a_ready_encoding(exported):
+    import tiktoken
+
+    tok, d, _ = exported
+    for path in (d, d / "tokenizer.tiktoken", d / "tiktoken.json"):
+        enc = dwstok.load_tiktoken(path)
+        assert isinstance(enc, tiktoken.Encoding) and enc.name == "dwslmtok-t1" and enc.n_vocab == tok.n_vocab
+        assert enc.encode_ordinary(TEXTS) == tok.encode(TEXTS)
+        assert enc.encode("<bos>x", allowed_special="all") == tok.encode("<bos>x", allowed_special="all")
+
+
+def test_plugin_constructors(exported, tmp_path):
+    import tiktoken
+
+    tok, d, _ = exported
+    # a folder holding workdirs: */export/tiktoken.json is found
+    (tmp_path / "run" / "export").mkdir(parents=True)
+    for f in ("tiktoken.json", "tokenizer.tiktoken"):
+        (tmp_path / "run" / "export" / f).write_bytes((d / f).read_bytes())
+    cons = plugin_constructors(str(tmp_path))
+    assert list(cons) == ["dwslmtok-t1"]
+    assert tiktoken.Encoding(**cons["dwslmtok-t1"]()).encode_ordinary(SAMPLE) == tok.encode(SAMPLE)
+    # a name given twice, and an export that cannot be read: skipped with a warning
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "tiktoken.json").write_text("{")
+    with pytest.warns(UserWarning) as w:
+        cons = plugin_constructors(os.pathsep.join([str(d), str(tmp_path), str(broken)]))
+    assert list(cons) == ["dwslmtok-t1"]
+    messages = [str(x.message) for x in w]
+    assert any("'dwslmtok-t1' is taken already" in m for m in messages)
+    assert any(f"skipping {broken}: cannot read" in m for m in messages)
+
+
+def test_plugin_registers_by_name_in_tiktoken(exported):
+    # a fresh process: tiktoken reads its plugins once, at the first get_encoding
+    tok, d, _ = exported
+    code = (
+        "import json, sys, tiktoken\n"
+        "enc = tiktoken.get_encoding('dwslmtok-t1')\n"
+        "print(json.dumps([enc.encode_ordinary(sys.argv[1]), 'o200k_base' in tiktoken.list_encoding_names()]))\n"
+    )
+    env = dict(os.environ, DWSTOK_TIKTOKEN_DIRS=str(d), PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    out = subprocess.run([sys.executable, "-c", code, SAMPLE], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == [tok.encode(SAMPLE), True]
+
+
+def test_decode_skip_special_tokens():
+    tok = small_model()
+    ids = tok.encode("<bos>统计 fox<eos>", allowed_special="all")
+    assert tok.decode(ids) == "<bos>统计 fox<eos>"
+    assert tok.decode(ids, skip_special_tokens=True) == "统计 fox"
+    assert tok.decode([tok.special_tokens["<pad>"]] * 3, skip_special_tokens=True) == ""
+
+
+def test_decode_a_window_that_starts_mid_character():
+    # bytes only: every UTF-8 byte is its own token, so ids[1:] starts inside "统"
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [], special_tokens=["<bos>"])
+    ids = tok.encode("统计 fox")
+    with pytest.raises(UnicodeDecodeError, match=r"pass errors='replace'"):
+        tok.decode(ids[1:])
+    assert tok.decode(ids[1:], errors="replace") == "\ufffd\ufffd计 fox"
+    assert tok.decode(ids[1:-1], errors="replace", skip_special_tokens=True) == "\ufffd\ufffd计 fo"
