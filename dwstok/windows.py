@@ -24,7 +24,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._jit import njit
-from .stochastok import expand
+from .stochastok import expand, first_draw, splits_once
 
 __all__ = ["CHUNK", "Layout", "count_extras", "fill", "stream_starts"]
 
@@ -79,11 +79,25 @@ def stream_starts(layout: Layout, extras: np.ndarray, *, n_bos: int, n_eos: int)
 def _count_extras(vals, g0, bounds, xs, bi, x, key, start, left, right, thr, iterations,
                   n_leaves):
     # xs[b] = extra tokens from splitting everything before canonical position bounds[b];
-    # called segment by segment, carrying (bi, x) over.
+    # called segment by segment, carrying (bi, x) over. One loop per case: see splits_once.
+    nb = bounds.shape[0]
+    n_vocab = start.shape[0] - 1
+    if iterations == 1:
+        n = vals.shape[0]
+        i = 0
+        while i < n:  # a chunk at a time: the token loop inside stays tight
+            while bi < nb and bounds[bi] <= g0 + i:
+                xs[bi] = x
+                bi += 1
+            stop = min(n, bounds[bi] - g0) if bi < nb else n
+            for a in range(i, stop):
+                x += splits_once(np.int64(vals[a]), first_draw(key, g0 + a), n_vocab, start,
+                                 thr) >= 0
+            i = stop
+        return bi, x
     stack_t = np.empty(iterations + 2, np.int64)
     stack_m = np.empty(iterations + 2, np.int64)
     leaves = np.empty(n_leaves, np.int64)
-    nb = bounds.shape[0]
     for i in range(vals.shape[0]):
         g = g0 + i
         while bi < nb and bounds[bi] <= g:
@@ -118,6 +132,7 @@ def _fill(out, tok, tok_off, chunks, skips, chunk_doc, chunk_start, doc_start, b
     leaves = np.empty(n_leaves, np.int64)
     width = out.shape[1]
     n_docs = doc_start.shape[0] - 1
+    n_vocab = start.shape[0] - 1
     for w in range(out.shape[0]):
         c = chunks[w]
         d = chunk_doc[c]
@@ -136,6 +151,27 @@ def _fill(out, tok, tok_off, chunks, skips, chunk_doc, chunk_start, doc_start, b
                     if j == width:
                         break
             end = doc_start[d + 1]
+            if iterations == 1:  # one loop per case: see splits_once
+                while g < end and j < width:
+                    t = np.int64(tok[base + g])
+                    s = splits_once(t, first_draw(key, g), n_vocab, start, thr)
+                    g += 1
+                    if s < 0:
+                        if skip > 0:
+                            skip -= 1
+                        else:
+                            out[w, j] = t
+                            j += 1
+                    elif skip >= 2:
+                        skip -= 2
+                    else:
+                        if skip == 0:
+                            out[w, j] = left[s]
+                            j += 1
+                        skip = 0
+                        if j < width:
+                            out[w, j] = right[s]
+                            j += 1
             while g < end and j < width:
                 n = expand(np.int64(tok[base + g]), g, key, start, left, right, thr,
                            iterations, stack_t, stack_m, leaves)
