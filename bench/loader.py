@@ -134,17 +134,21 @@ def main() -> None:
         next(iter(reader.batches(L, B, start_batch=n_b - 1, **kw)))
         res["batches"][name]["resume_at_last_batch_s"] = round(time.perf_counter() - t0, 4)
 
-    # batch counts per rank, world_size 3, batch_size 17
+    # batch counts per rank, world_size 3, batch_size 17; "before" is the old rule: rank r
+    # took windows r, r + 3, ... of all (untrimmed) windows
     counts = {}
-    for drop_last in (True, False):
-        w = reader.n_windows(L, bos_id=bos)  # untrimmed windows, as before: world_size=1
-        old = [len(range(r, w, 3)) for r in range(3)]
-        old_b = [c // 17 if drop_last else -(-c // 17) for c in old]
-        now = [reader.n_batches(L, 17, bos_id=bos, world_size=3, drop_last=drop_last) for _ in range(3)]
-        now_list = [sum(1 for _ in reader.batches(L, 17, seed=0, bos_id=bos, rank=r, world_size=3,
-                                                  drop_last=drop_last)) for r in range(3)]
-        assert now == now_list
-        counts[f"drop_last={drop_last}"] = {"windows": w, "before": old_b, "after": now_list}
+    for seq_len in (L, 1000, 1500, 3000, 6000):
+        for drop_last in (True, False):
+            w = reader.n_windows(seq_len, bos_id=bos)
+            old = [len(range(r, w, 3)) for r in range(3)]
+            old_b = [c // 17 if drop_last else -(-c // 17) for c in old]
+            now = [sum(1 for _ in reader.batches(seq_len, 17, seed=0, bos_id=bos, rank=r,
+                                                 world_size=3, drop_last=drop_last))
+                   for r in range(3)]
+            assert now == [reader.n_batches(seq_len, 17, bos_id=bos, world_size=3,
+                                            drop_last=drop_last)] * 3
+            counts[f"seq_len={seq_len} drop_last={drop_last}"] = {
+                "windows": w, "before": old_b, "after": now}
     res["rank_batches_ws3_bs17"] = counts
 
     args.out.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._jit import njit, njit_inline
+from ._jit import ix, njit, njit_inline
 
 __all__ = ["SplitTable", "StochasTok", "stochastok"]
 
@@ -189,8 +189,8 @@ def splits_once(t, r, n_vocab, start, thr):
     """
     if t < 0 or t >= n_vocab:
         return -1
-    lo = start[t]
-    k = start[t + 1] - lo
+    lo = start[ix(t)]
+    k = start[ix(t + 1)] - lo
     if k > 0 and (r >> np.uint64(11)) < thr:
         return lo + _pick(r, k)
     return -1
@@ -253,15 +253,15 @@ def _split_kernel(ids, position, key, start, left, right, thr, iterations, n_lea
     if iterations == 1:  # the common case, without the general loop's call (see splits_once)
         out = np.empty(2 * n, ids.dtype)
         m = 0
-        for i in range(n):
-            t = np.int64(ids[i])
+        for i in range(n):  # unsigned indices (ix): 40-58 -> 55-92 M tokens/s
+            t = np.int64(ids[ix(i)])
             j = splits_once(t, first_draw(key, position + i), n_vocab, start, thr)
             if j >= 0:
-                out[m] = left[j]
-                out[m + 1] = right[j]
+                out[ix(m)] = left[ix(j)]
+                out[ix(m + 1)] = right[ix(j)]
                 m += 2
             else:
-                out[m] = t
+                out[ix(m)] = t
                 m += 1
         return out[:m]
     stack_t = np.empty(iterations + 2, np.int64)
