@@ -25,12 +25,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from .durable import sync_dir, sync_file
-from .errors import InputError, ModelFileError
+from .errors import InputError, ModelFileError, PatternMismatchError
+from .stochastok import NO_SPLITS, epoch_key
+from .windows import Layout, count_extras, fill, stream_starts
 
 __all__ = ["FORMAT", "ShardReader", "ShardWriter", "read_meta", "shard_dtype", "write_shard"]
 
@@ -187,21 +190,84 @@ def _read_meta(schema: pa.Schema, path: Path) -> dict[str, str]:
             f"{path} is not a dwstok token shard (format {meta.get('format')!r}, "
             f"expected {FORMAT!r}); write it with `dwstok encode-shards`"
         )
+    try:
+        if int(meta.get("n_vocab", "")) < 1:
+            raise ValueError
+    except ValueError:
+        raise ModelFileError(
+            f"token shard {path} has a bad n_vocab {meta.get('n_vocab')!r} in its metadata; "
+            "the file is corrupt: encode it again with `dwstok encode-shards`"
+        ) from None
     return meta
+
+
+def _model_sha256(expect_model) -> str:
+    if isinstance(expect_model, str):
+        return expect_model
+    sha = getattr(expect_model, "sha256", None)
+    if not isinstance(sha, str):
+        raise TypeError(f"expect_model must be a Tokenizer or a model sha256, got {expect_model!r}")
+    return sha
+
+
+def _corrupt(path: Path, what: str) -> ModelFileError:
+    return ModelFileError(
+        f"token shard {path} is corrupt: {what}; encode it again with `dwstok encode-shards`"
+    )
+
+
+def _check_segment(path: Path, batch: int, col: pa.Array, n_vocab: int, dtype: np.dtype,
+                   check_ids: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The document offsets and ids of one record batch, after checks that cost one
+    vectorized pass: offsets that fit the ids, ids below ``n_vocab``."""
+    want = pa.large_list(pa.from_numpy_dtype(dtype))
+    if col.type != want:
+        raise _corrupt(path, f"its ids are {col.type}, but a model of {n_vocab:,} ids writes {want}")
+    if col.null_count:
+        raise _corrupt(path, f"record batch {batch} has {col.null_count} null documents")
+    offs = col.offsets.to_numpy(zero_copy_only=True)
+    every = col.values.to_numpy(zero_copy_only=True)
+    if offs.size and (offs[0] < 0 or offs[-1] > every.size or (np.diff(offs) < 0).any()):
+        raise _corrupt(path, f"record batch {batch} has document offsets that do not fit its "
+                             f"{every.size:,} ids")
+    vals = every[offs[0]:offs[-1]] if offs.size else every[:0]
+    if check_ids and vals.size and n_vocab <= np.iinfo(dtype).max:
+        top = int(vals.max())
+        if top >= n_vocab:
+            at = int(np.argmax(vals >= n_vocab))
+            doc = int(np.searchsorted(offs, offs[0] + at, side="right")) - 1
+            raise _corrupt(path, f"id {top} in record batch {batch}, document {doc}, is out of "
+                                 f"range for its model's n_vocab={n_vocab:,}")
+    return offs, vals
 
 
 class ShardReader:
     """Read token shards zero-copy: ``len``, ``doc(i)``, iteration and training batches.
 
     ``source`` is a directory (its ``part-*.arrow`` files, in name order), one file, or
-    a list of files. Every shard must come from the same model (same sha256).
+    a list of files. Every shard must come from the same model (same sha256); with
+    ``expect_model`` (a :class:`dwstok.Tokenizer` or a model's sha256) it must be that
+    one, since ids decoded with another vocabulary give plausible-looking garbage.
+
+    Opening checks each record batch once, with one vectorized pass: document offsets
+    that fit, ids below ``n_vocab`` (a :class:`~dwstok.errors.ModelFileError` naming the
+    file otherwise). A reader pickles as its file list and reopens its memory maps when
+    unpickled, so it can go to ``spawn``-started data-loader workers.
     """
 
-    def __init__(self, source: str | os.PathLike | Sequence[str | os.PathLike]):
+    def __init__(
+        self,
+        source: str | os.PathLike | Sequence[str | os.PathLike],
+        *,
+        expect_model: str | Any | None = None,
+        check_ids: bool = True,
+    ):
         files = self._files(source)
         self.files: list[Path] = files
         self._maps = []
         self._values: list[np.ndarray] = []  # one flat token array per record batch
+        self._epoch: tuple | None = None
+        self._layout: Layout | None = None
         lengths: list[np.ndarray] = []
         seg_docs: list[int] = []
         meta0: dict[str, str] | None = None
@@ -214,16 +280,29 @@ class ShardReader:
             meta = _read_meta(reader.schema, path)
             if meta0 is None:
                 meta0 = meta
+                if expect_model is not None and meta["model_sha256"] != _model_sha256(expect_model):
+                    mm.close()
+                    want = _model_sha256(expect_model)
+                    raise PatternMismatchError(
+                        f"token shard {path} was encoded with model {meta['model_sha256'][:16]}…"
+                        f" (version {meta.get('version') or '?'}), not the expected {want[:16]}…;"
+                        " encode the corpus again with this model (`dwstok encode-shards`),"
+                        " or train with the model the shards were made with"
+                    )
             elif meta["model_sha256"] != meta0["model_sha256"]:
+                mm.close()
                 raise ModelFileError(
                     f"{path} was encoded with model {meta['model_sha256'][:12]}, but "
                     f"{files[0]} with {meta0['model_sha256'][:12]}; mixed shards cannot be read together"
                 )
             self._maps.append(mm)
+            n_vocab = int(meta["n_vocab"])
             for b in range(reader.num_record_batches):
-                col = reader.get_batch(b).column("ids")
-                offs = col.offsets.to_numpy(zero_copy_only=True)
-                vals = col.values.to_numpy(zero_copy_only=True)[offs[0]:offs[-1]]
+                try:
+                    col = reader.get_batch(b).column("ids")
+                except (KeyError, pa.ArrowException) as e:
+                    raise _corrupt(path, f"record batch {b} cannot be read ({e})") from e
+                offs, vals = _check_segment(path, b, col, n_vocab, shard_dtype(n_vocab), check_ids)
                 self._values.append(vals)
                 lengths.append(np.diff(offs))
                 seg_docs.append(len(col))
@@ -274,6 +353,14 @@ class ShardReader:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Memory maps cannot cross processes: a copy is the file list, reopened on load
+        # and pinned to the same model. The ids were checked when this reader opened.
+        return {"files": [str(f) for f in self.files], "model_sha256": self.model_sha256}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["files"], expect_model=state["model_sha256"], check_ids=False)
 
     # -- metadata ------------------------------------------------------------------------
     @property
@@ -338,12 +425,99 @@ class ShardReader:
             out[m] = self._values[s][g[m] - self._seg_tok_start[s]]
         return out
 
+    def _slices(self, lo: int, hi: int) -> list[np.ndarray]:
+        """Tokens ``[lo, hi)`` as views, one per segment they span."""
+        starts = self._seg_tok_start
+        s = int(np.searchsorted(starts, lo, side="right")) - 1
+        out = []
+        while lo < hi:
+            end = min(hi, int(starts[s + 1]))
+            if end > lo:
+                out.append(self._values[s][lo - starts[s]:end - starts[s]])
+                lo = end
+            s += 1
+        return out
+
     # -- training batches ---------------------------------------------------------------
-    def n_windows(self, seq_len: int, *, bos_id: int | None = None, eos_id: int | None = None) -> int:
-        """How many ``seq_len + 1`` windows :meth:`batches` cuts from one epoch."""
-        extra = (bos_id is not None) + (eos_id is not None)
-        stream = self.n_tokens + extra * len(self)
-        return max(0, (stream - 1) // seq_len)
+    def _stream(self, *, n_bos: int, n_eos: int, stochastok, seed, epoch: int):
+        """``(chunk stream starts, split key, kernel args)`` of one epoch, kept for the
+        last epoch asked (the StochasTok count is one pass over every token)."""
+        active = stochastok is not None and stochastok.active
+        if active and seed is None:
+            raise ValueError("with stochastok, give the seed (and epoch) of the batches: "
+                             "the splits, and so the epoch's length, depend on them")
+        if self._layout is None:
+            self._layout = Layout.build(self._doc_tok_start)
+        if active:
+            st = stochastok
+            ident = (st.table.start, st.table.left, st.p, st.iterations, int(seed), int(epoch))
+            key, args = epoch_key(seed, epoch), st.kernel_args()
+        else:
+            ident, key, args = None, 0, NO_SPLITS
+        cached = self._epoch
+        if cached is not None and _same(cached[0], ident) and cached[1] == (n_bos, n_eos):
+            return cached[2], key, args
+        if cached is not None and _same(cached[0], ident):
+            extras = cached[3]
+        elif active:
+            segments = zip(self._seg_tok_start[:-1].tolist(), self._values)
+            extras = count_extras(self._layout, segments, key, args)
+        else:
+            extras = np.zeros(len(self._layout.chunk_start), dtype=np.int64)
+        q = stream_starts(self._layout, extras, n_bos=n_bos, n_eos=n_eos)
+        self._epoch = (ident, (n_bos, n_eos), q, extras)
+        return q, key, args
+
+    def _plan(self, seq_len, *, bos_id, eos_id, stochastok, seed, epoch, world_size):
+        if seq_len < 1:
+            raise ValueError("seq_len must be >= 1")
+        if world_size < 1:
+            raise ValueError(f"world_size must be >= 1, got {world_size}")
+        q, key, args = self._stream(n_bos=int(bos_id is not None), n_eos=int(eos_id is not None),
+                                    stochastok=stochastok, seed=seed, epoch=epoch)
+        n_all = max(0, (int(q[-1]) - 1) // seq_len)
+        return n_all, n_all // world_size, q, key, args
+
+    def n_windows(
+        self,
+        seq_len: int,
+        *,
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        stochastok=None,
+        seed: int | None = None,
+        epoch: int = 0,
+        world_size: int = 1,
+    ) -> int:
+        """How many ``seq_len + 1`` windows one epoch of :meth:`batches` serves, over all
+        ranks: every full window of the stream, less the ``n % world_size`` trimmed so
+        that every rank gets as many. With ``stochastok``, the epoch's splits make the
+        stream longer, so give the ``seed`` and ``epoch`` of the batches."""
+        _, per_rank, _, _, _ = self._plan(seq_len, bos_id=bos_id, eos_id=eos_id,
+                                          stochastok=stochastok, seed=seed, epoch=epoch,
+                                          world_size=world_size)
+        return per_rank * world_size
+
+    def n_batches(
+        self,
+        seq_len: int,
+        batch_size: int,
+        *,
+        bos_id: int | None = None,
+        eos_id: int | None = None,
+        stochastok=None,
+        seed: int | None = None,
+        epoch: int = 0,
+        world_size: int = 1,
+        drop_last: bool = True,
+    ) -> int:
+        """How many batches :meth:`batches` yields on each rank (the same on every rank)."""
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        _, per_rank, _, _, _ = self._plan(seq_len, bos_id=bos_id, eos_id=eos_id,
+                                          stochastok=stochastok, seed=seed, epoch=epoch,
+                                          world_size=world_size)
+        return per_rank // batch_size if drop_last else -(-per_rank // batch_size)
 
     def batches(
         self,
@@ -359,59 +533,82 @@ class ShardReader:
         world_size: int = 1,
         drop_last: bool = True,
         shuffle: bool = True,
+        start_batch: int = 0,
     ) -> Iterator[np.ndarray]:
         """Shuffled ``(batch_size, seq_len + 1)`` arrays of ids for next-token training.
 
         All documents are concatenated (each framed by ``bos_id`` before and/or
         ``eos_id`` after, if given) and cut into windows of ``seq_len + 1`` ids at a
         stride of ``seq_len``, so inputs ``b[:, :-1]`` and targets ``b[:, 1:]`` cover
-        every token once. Window order is a permutation drawn from ``(seed, epoch)``
-        (corpus order with ``shuffle=False``, e.g. for evaluation); data-parallel rank
-        ``r`` of ``world_size`` takes windows ``r, r + world_size, …`` of that order.
+        every token once; only the final partial window is left out.
 
-        ``stochastok`` (a :class:`dwstok.stochastok.StochasTok`) splits tokens of each
-        window with a seed derived from ``(seed, epoch, window)``, then keeps the first
-        ``seq_len + 1`` ids (the expansion pushes a few tail tokens out of that window).
-        The same arguments always give the same batches.
+        ``stochastok`` (a :class:`dwstok.stochastok.StochasTok`) splits the tokens of
+        the stream *before* it is cut, each with a seed drawn from ``(seed, epoch)`` and
+        its position, so every canonical token is in exactly one window, as its pieces;
+        the epoch gets longer instead (8.5% at ``p=0.1`` on a 32.3 model, whose
+        tokens can split 85% of the time).
+
+        Window order is a permutation drawn from ``(seed, epoch)`` (stream order with
+        ``shuffle=False``, e.g. for evaluation). The last ``n % world_size`` windows of
+        that order are trimmed (the same ones on every rank), then data-parallel rank
+        ``r`` of ``world_size`` takes windows ``r, r + world_size, …``: every rank gets
+        :meth:`n_batches` batches, with or without ``drop_last`` (which drops a final
+        batch of fewer than ``batch_size`` windows, the same size on every rank).
+
+        ``start_batch=k`` resumes at batch ``k`` in constant time: it yields what
+        skipping ``k`` batches would. The same arguments always give the same batches.
         """
-        if seq_len < 1 or batch_size < 1:
-            raise ValueError("seq_len and batch_size must be >= 1")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank {rank} not in 0..{world_size - 1}")
-        nb, ne = int(bos_id is not None), int(eos_id is not None)
-        framed = self.doc_lengths + (nb + ne)
-        doc_stream_start = np.zeros(len(framed) + 1, dtype=np.int64)
-        np.cumsum(framed, out=doc_stream_start[1:])
-        n_win = self.n_windows(seq_len, bos_id=bos_id, eos_id=eos_id)
-        rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(epoch), 0x5EED])
-        order = (rng.permutation(n_win) if shuffle else np.arange(n_win))[rank::world_size]
+        if start_batch < 0:
+            raise ValueError(f"start_batch must be >= 0, got {start_batch}")
+        n_all, per_rank, q, key, args = self._plan(
+            seq_len, bos_id=bos_id, eos_id=eos_id, stochastok=stochastok, seed=seed,
+            epoch=epoch, world_size=world_size)
+        used = per_rank * world_size
+        if shuffle:
+            rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, int(epoch), 0x5EED])
+            order = rng.permutation(n_all)[:used]
+        else:
+            order = np.arange(used, dtype=np.int64)
+        mine = order[rank::world_size]
+        n_batches = per_rank // batch_size if drop_last else -(-per_rank // batch_size)
+        layout = self._layout
+        frame = dict(bos=-1 if bos_id is None else int(bos_id),
+                     eos=-1 if eos_id is None else int(eos_id),
+                     n_bos=int(bos_id is not None), n_eos=int(eos_id is not None))
+        for b in range(start_batch, n_batches):
+            yield self._windows(mine[b * batch_size:(b + 1) * batch_size], seq_len, q, layout,
+                                key, args, frame)
+
+    def _windows(self, win, seq_len, q, layout, key, args, frame) -> np.ndarray:
         width = seq_len + 1
-        col = np.arange(width, dtype=np.int64)
-        for b0 in range(0, len(order), batch_size):
-            win = order[b0:b0 + batch_size]
-            if len(win) < batch_size and drop_last:
-                return
-            pos = win[:, None] * seq_len + col[None, :]
-            d = np.searchsorted(doc_stream_start, pos, side="right") - 1
-            w = pos - doc_stream_start[d]
-            L = self.doc_lengths[d]
-            is_tok = (w >= nb) & (w < nb + L)
-            out = np.empty(pos.shape, dtype=self.dtype)
-            out[is_tok] = self._gather(self._doc_tok_start[d[is_tok]] + w[is_tok] - nb)
-            if nb:
-                out[w == 0] = bos_id
-            if ne:
-                out[w == nb + L] = eos_id
-            if stochastok is not None:
-                seeds = _window_seeds(seed, epoch, win)
-                out = stochastok.rows(out, seeds)
-            yield out
+        pos = win.astype(np.int64) * seq_len
+        chunks = np.searchsorted(q, pos, side="right") - 1
+        skips = pos - q[chunks]
+        lo = layout.chunk_start[chunks]
+        # a window needs at most skip + width canonical tokens: a token is >= 1 stream id
+        hi = np.minimum(lo + skips + width, self.n_tokens)
+        parts: list[np.ndarray] = []
+        tok_off = np.zeros(len(win), dtype=np.int64)
+        n = 0
+        for w in range(len(win)):
+            tok_off[w] = n
+            for view in self._slices(int(lo[w]), int(hi[w])):
+                parts.append(view)
+                n += view.size
+        tok = np.concatenate(parts) if parts else np.zeros(0, self.dtype)
+        out = np.empty((len(win), width), dtype=self.dtype)
+        fill(out, tok, tok_off, chunks, skips, layout, key=key, kernel_args=args, **frame)
+        return out
 
 
-def _window_seeds(seed: int, epoch: int, windows: np.ndarray) -> np.ndarray:
-    # Distinct, order-independent seeds per window; the kernel's splitmix64 scrambles them.
-    base = (int(seed) * 0x9E3779B97F4A7C15 + int(epoch) * 0xD1B54A32D192ED03) & (2**64 - 1)
-    return (np.uint64(base) + windows.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+def _same(a, b) -> bool:
+    if a is None or b is None:
+        return a is b
+    return all(x is y if isinstance(x, np.ndarray) else x == y for x, y in zip(a, b))
 
 
 def read_meta(path: str | os.PathLike) -> Mapping[str, str]:

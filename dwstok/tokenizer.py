@@ -93,6 +93,21 @@ class _CachePool:
         self._free.append(cache)
 
 
+def _specials_in_vocab(vocab: Mapping[int, bytes], names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
+    """``({name: vocab id}, [names to number after the vocab])`` for special names.
+
+    A name spelled by a vocab token of two bytes or more takes that token's id (the lowest
+    one); a one-byte token stays a byte, which a byte-level model cannot lose.
+    """
+    wanted = {name.encode("utf-8"): name for name in names}
+    held: dict[str, int] = {}
+    for i, b in sorted(vocab.items()):
+        name = wanted.get(bytes(b))
+        if name is not None and len(b) > 1 and name not in held:
+            held[name] = int(i)
+    return held, [name for name in dict.fromkeys(names) if name not in held]
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer: a pretokenizer pattern, a vocabulary, merges, specials.
 
@@ -181,10 +196,16 @@ class Tokenizer:
 
         A merge's token is the vocab id with its bytes (the lowest such id not taken by an
         earlier merge), or the next id after the vocab when there is none. Specials: a
-        mapping gives their ids; a sequence of names numbers them after the last id.
+        mapping gives their ids. In a sequence of names, a name whose bytes the vocab
+        already holds keeps that id (GPT-2's ``vocab.json`` has ``<|endoftext|>`` at 50256,
+        and passes it again as a special); the others are numbered after the last id.
         """
-        special_ids = dict(special_tokens) if isinstance(special_tokens, Mapping) else None
-        reserved = set(special_ids.values()) if special_ids else set()
+        if isinstance(special_tokens, Mapping):
+            special_ids, pending = dict(special_tokens), []
+        else:
+            special_tokens = list(special_tokens)
+            special_ids, pending = _specials_in_vocab(vocab, special_tokens)
+        reserved = set(special_ids.values())
         size = max([-1, *vocab.keys(), *reserved]) + 1
         tokens = [b""] * size
         by_bytes: dict[bytes, list[int]] = {}
@@ -213,8 +234,9 @@ class Tokenizer:
                 first.setdefault(ab, new)
             claimed.add(new)
             triples.append((first[a], first[b], new))
-        if special_ids is None:
-            special_ids = {name: len(tokens) + j for j, name in enumerate(special_tokens)}
+        if not isinstance(special_tokens, Mapping):
+            after = {name: len(tokens) + j for j, name in enumerate(pending)}
+            special_ids = {name: special_ids.get(name, after.get(name)) for name in dict.fromkeys(special_tokens)}
         return cls(
             tokens=tokens,
             specials=special_ids,

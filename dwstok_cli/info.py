@@ -133,6 +133,10 @@ def _model(p: Path) -> dict[str, Any]:
     asked = (md.get("config") or {}).get("vocab_size")
     if isinstance(asked, int) and asked != tok.n_vocab:
         d["vocab_size_requested"] = asked  # the corpus ran out of pairs (train.allow_smaller)
+    from dwstok.stochastok import SplitTable
+
+    # StochasTok's table: every way a token is two tokens (DWSLM's 32.3 model: 61,525)
+    d["stochastok_splits"] = SplitTable.from_tokenizer(tok).n_splits
     if md.get("han"):
         d["han"] = {k: v for k, v in md["han"].items() if not isinstance(v, (list, dict))}
     if md.get("config_hash"):

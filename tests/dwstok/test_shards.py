@@ -133,43 +133,213 @@ def test_batches_match_plain_stream(three_shards, bos, eos):
     assert len(full) == len(ref) // bs
 
 
+def windows_of(reader, *args, **kw):
+    return [row.tolist() for b in reader.batches(*args, **kw) for row in b]
+
+
 def test_ranks_partition_the_epoch(three_shards):
     d, docs = three_shards
     r = ShardReader(d)
-    parts = [
-        [row.tolist() for b in r.batches(9, 3, seed=1, bos_id=1, rank=k, world_size=3,
-                                         drop_last=False) for row in b]
-        for k in range(3)
-    ]
-    assert sorted(sum(parts, [])) == sorted(reference_windows(docs, 9, 1, None))
+    ref = reference_windows(docs, 9, 1, None)
+    for ws in (2, 3, 4):
+        parts = [windows_of(r, 9, 3, seed=1, bos_id=1, rank=k, world_size=ws, drop_last=False)
+                 for k in range(ws)]
+        assert len({len(p) for p in parts}) == 1  # as many windows on every rank
+        got = sum(parts, [])
+        assert len(got) == r.n_windows(9, bos_id=1, world_size=ws) == len(ref) - len(ref) % ws
+        left = list(ref)
+        for row in got:  # every window at most once; only the trimmed ones are missing
+            left.remove(row)
+        assert len(left) == len(ref) % ws
 
 
-def test_batches_with_stochastok(tmp_path):
-    # vocab: bytes at 32 + b, a few merges; specials 0..31 with names
-    vocab = {i: f"<s{i}>".encode() for i in range(32)}
-    vocab.update({32 + b: bytes([b]) for b in range(256)})
-    words = [b"ab", b"abc", b"bc", b"abcd", b"cd"]
-    vocab.update({288 + i: w for i, w in enumerate(words)})
-    docs = [np.array([288 + 3, 288 + 1, 32 + 97] * 7, np.uint32) for _ in range(6)]
-    write_docs(tmp_path / "part-00000.arrow", docs, n_vocab=300)
-    r = ShardReader(tmp_path)
-    st = StochasTok(SplitTable.from_vocab(vocab, exclude=range(32)), p=0.5)
-    plain = list(r.batches(10, 2, seed=3, bos_id=1))
-    split = list(r.batches(10, 2, seed=3, bos_id=1, stochastok=st))
-    assert len(plain) == len(split)
-    for p, s in zip(plain, split):
-        assert s.shape == p.shape
-        for prow, srow in zip(p, s):
-            pb = b"".join(vocab[int(i)] for i in prow)
-            sb = b"".join(vocab[int(i)] for i in srow)
-            assert pb.startswith(sb)  # a prefix of the same bytes: splits keep bytes
-            assert (srow == 1).sum() <= (prow == 1).sum()  # <bos> is never split
-    assert any((p != s).any() for p, s in zip(plain, split))
-    again = list(r.batches(10, 2, seed=3, bos_id=1, stochastok=st))
-    assert all((a == b).all() for a, b in zip(split, again))
+# A vocabulary in DWSLMTok's layout: 32 specials (named), bytes at 32 + b, then merges.
+WORDS = [b"ab", b"abc", b"bc", b"abcd", b"cd", b"the", b" the", b"he", b" t", b"th"]
+VOCAB = {i: f"<s{i}>".encode() for i in range(32)}
+VOCAB.update({32 + b: bytes([b]) for b in range(256)})
+VOCAB.update({288 + i: w for i, w in enumerate(WORDS)})
+SPLITTABLE = [288 + i for i, w in enumerate(WORDS)] + [32 + ord("x")]
+
+
+@pytest.fixture
+def word_shards(tmp_path):
+    """Two shards of documents made of mergeable words (and empty documents)."""
+    rng = np.random.default_rng(3)
+    docs = [np.array(rng.choice(SPLITTABLE, n), np.uint32)
+            for n in rng.integers(0, 60, 70)]
+    docs[5] = docs[6] = np.zeros(0, np.uint32)
+    write_docs(tmp_path / "part-00000.arrow", docs[:40], n_vocab=300)
+    write_docs(tmp_path / "part-00001.arrow", docs[40:], n_vocab=300)
+    st = StochasTok(SplitTable.from_vocab(VOCAB, exclude=range(32)), p=0.3, iterations=2)
+    return ShardReader(tmp_path), docs, st
+
+
+def stream_bytes(rows) -> bytes:
+    # windows overlap by one id: each contributes its inputs, the last one its target too
+    ids = [i for row in rows for i in row[:-1]] + (rows[-1][-1:] if rows else [])
+    return b"".join(VOCAB[i] for i in ids)
+
+
+def canonical_ids(docs, bos, eos):
+    return [i for d in docs for i in [bos, *d.tolist(), eos] if i is not None]
+
+
+@pytest.mark.parametrize("bos,eos", [(1, 2), (None, 2), (1, None)])
+def test_stochastok_epoch_keeps_every_token(word_shards, bos, eos):
+    """Decoding an unshuffled epoch's windows in order gives back the canonical text,
+    all of it but the final partial window."""
+    r, docs, st = word_shards
+    seq_len = 16
+    rows = windows_of(r, seq_len, 4, seed=9, epoch=2, bos_id=bos, eos_id=eos, stochastok=st,
+                      shuffle=False, drop_last=False)
+    canon = canonical_ids(docs, bos, eos)
+    text = b"".join(VOCAB[i] for i in canon)
+    got = stream_bytes(rows)
+    assert text.startswith(got)
+    # what is left out is less than one window: under seq_len + 1 canonical ids' bytes
+    tail = b"".join(VOCAB[i] for i in canon[-(seq_len + 1):])
+    assert len(text) - len(got) <= len(tail)
+    n_split = sum(len(row) - 1 for row in rows) + 1
+    assert n_split > len(canon) - seq_len - 1  # the epoch grew: splits added windows
+    assert len(rows) == r.n_windows(seq_len, bos_id=bos, eos_id=eos, stochastok=st, seed=9,
+                                    epoch=2)
+    assert len(rows) > r.n_windows(seq_len, bos_id=bos, eos_id=eos)
+    specials = {bos, eos} - {None}
+    assert sum(i in specials for row in rows for i in row[:-1]) <= len(specials) * len(docs)
+    assert any(i not in SPLITTABLE and i not in specials and i != 32 + ord("x")
+               for row in rows for i in row)  # some tokens did split
+
+
+def test_stochastok_ranks_hold_every_token_once(word_shards):
+    """All ranks' shuffled windows of one epoch are the stream's windows, each once."""
+    r, docs, st = word_shards
+    kw = dict(seed=4, epoch=1, bos_id=1, eos_id=2, stochastok=st)
+    stream = windows_of(r, 12, 5, shuffle=False, drop_last=False, **kw)
+    assert b"".join(VOCAB[i] for i in canonical_ids(docs, 1, 2)).startswith(stream_bytes(stream))
+    for ws in (1, 2, 3, 5):
+        got = sum((windows_of(r, 12, 5, rank=k, world_size=ws, drop_last=False, **kw)
+                   for k in range(ws)), [])
+        left = list(stream)
+        for row in got:
+            left.remove(row)  # each window at most once
+        assert len(left) == len(stream) % ws  # the trimmed windows only
+    assert windows_of(r, 12, 5, **kw) == windows_of(r, 12, 5, **kw)
+    other = windows_of(r, 12, 5, **{**kw, "epoch": 2})
+    assert sorted(other) != sorted(windows_of(r, 12, 5, **kw))  # new epoch, new splits
+
+
+def test_stochastok_p0_is_plain(word_shards):
+    r, docs, st = word_shards
     zero = StochasTok(st.table, p=0.0)
-    assert all((a == b).all() for a, b in
-               zip(plain, r.batches(10, 2, seed=3, bos_id=1, stochastok=zero)))
+    kw = dict(seed=3, bos_id=1, drop_last=False)
+    assert windows_of(r, 10, 3, stochastok=zero, **kw) == windows_of(r, 10, 3, **kw)
+    assert r.n_windows(10, bos_id=1, stochastok=zero) == len(reference_windows(docs, 10, 1, None))
+
+
+@pytest.mark.parametrize("stochastok", [False, True])
+@pytest.mark.parametrize("drop_last", [True, False])
+def test_every_rank_gets_as_many_batches(word_shards, stochastok, drop_last):
+    r, _, st = word_shards
+    st = st if stochastok else None
+    for seq_len in (7, 16):
+        for batch_size in (1, 3, 4, 17):
+            for ws in range(1, 9):
+                kw = dict(seed=0, bos_id=1, stochastok=st, world_size=ws, drop_last=drop_last)
+                counts = [len(list(r.batches(seq_len, batch_size, rank=k, **kw)))
+                          for k in range(ws)]
+                assert counts == [counts[0]] * ws, (seq_len, batch_size, ws)
+                kw.pop("drop_last")
+                assert counts[0] == r.n_batches(seq_len, batch_size, drop_last=drop_last, **kw)
+                served = r.n_windows(seq_len, **kw)
+                assert served % ws == 0
+                if not drop_last:
+                    assert served == ws * sum(len(b) for b in r.batches(seq_len, batch_size,
+                                                                     drop_last=False, **kw))
+
+
+def test_start_batch_resumes_without_replaying(word_shards, monkeypatch):
+    r, _, st = word_shards
+    for stochastok in (None, st):
+        kw = dict(seed=2, epoch=3, bos_id=1, eos_id=2, stochastok=stochastok, rank=1,
+                  world_size=2, drop_last=False)
+        full = list(r.batches(8, 3, **kw))
+        assert len(full) > 4
+        for k in (0, 1, 4, len(full) - 1, len(full), len(full) + 3):
+            got = list(r.batches(8, 3, start_batch=k, **kw))
+            assert len(got) == len(full[k:])
+            assert all((a == b).all() for a, b in zip(got, full[k:]))
+    built = []
+    real = ShardReader._windows
+    monkeypatch.setattr(ShardReader, "_windows", lambda self, win, *a: built.append(win) or real(self, win, *a))
+    n = r.n_batches(8, 3, seed=2, stochastok=st)
+    assert len(list(r.batches(8, 3, seed=2, stochastok=st, start_batch=n - 2))) == 2
+    assert len(built) == 2  # the skipped batches were never built
+
+
+def test_pickle_round_trip(word_shards):
+    import pickle
+
+    r, docs, st = word_shards
+    kw = dict(seed=5, bos_id=1, stochastok=st, rank=0, world_size=2)
+    want = list(r.batches(10, 4, **kw))
+    blob = pickle.dumps(r)
+    assert len(blob) < 2000  # file names, not data
+    r.close()
+    r2 = pickle.loads(blob)
+    assert r2._maps and r2.model_sha256 == META["model_sha256"]
+    got = list(r2.batches(10, 4, **kw))
+    assert len(got) == len(want) and all((a == b).all() for a, b in zip(got, want))
+    assert [x.tolist() for x in r2] == [x.tolist() for x in docs]
+
+
+def test_expect_model_refuses_foreign_shards(three_shards):
+    from dwstok import Tokenizer
+    from dwstok.errors import PatternMismatchError
+
+    d, _ = three_shards
+    assert ShardReader(d, expect_model=META["model_sha256"]).n_tokens > 0
+    with pytest.raises(PatternMismatchError, match=r"encoded with model abababab.*not the expected cdcdcdcd"):
+        ShardReader(d, expect_model="cd" * 32)
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [])
+    with pytest.raises(PatternMismatchError, match=tok.sha256[:16]):
+        ShardReader(d, expect_model=tok)
+    write_docs(d / "part-00000.arrow", [np.array([5, 6], np.uint32)], model_sha256=tok.sha256,
+               n_vocab=tok.n_vocab)
+    for k in (1, 2):
+        (d / f"part-0000{k}.arrow").unlink()
+    assert ShardReader(d, expect_model=tok).doc(0).tolist() == [5, 6]
+
+
+def raw_shard(path, offsets, values, *, n_vocab, dtype=pa.uint16()):
+    ids = pa.LargeListArray.from_buffers(
+        pa.large_list(dtype), len(offsets) - 1,
+        [None, pa.py_buffer(np.asarray(offsets, np.int64).tobytes())],
+        children=[pa.array(values, dtype)])
+    meta = {f"dwstok.{k}": str(v) for k, v in {**META, "n_vocab": n_vocab, "format": FORMAT}.items()}
+    batch = pa.record_batch([ids], schema=pa.schema([pa.field("ids", ids.type)], metadata=meta))
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_file(f, batch.schema) as w:
+        w.write_batch(batch)
+
+
+def test_refuses_ids_and_offsets_that_do_not_fit(tmp_path):
+    raw_shard(tmp_path / "part-00000.arrow", [0, 2, 3], [5, 6, 7], n_vocab=1000)
+    assert ShardReader(tmp_path).doc(1).tolist() == [7]
+    raw_shard(tmp_path / "part-00001.arrow", [0, 2, 3], [5, 999, 1000], n_vocab=1000)
+    with pytest.raises(ModelFileError, match=r"part-00001.arrow is corrupt: id 1000 .*document 1"):
+        ShardReader(tmp_path)
+    bad = tmp_path / "part-00001.arrow"
+    for offsets in ([0, 2, 9], [0, 3, 2], [0, -1, 3]):
+        # pyarrow will not write such offsets: write good ones, then flip them in the file
+        raw_shard(bad, [0, 2, 3], [5, 6, 7], n_vocab=1000)
+        blob = bad.read_bytes()
+        good = np.array([0, 2, 3], np.int64).tobytes()
+        assert blob.count(good) == 1
+        bad.write_bytes(blob.replace(good, np.array(offsets, np.int64).tobytes()))
+        with pytest.raises(ModelFileError, match=r"part-00001.arrow is corrupt: .*offsets"):
+            ShardReader(tmp_path)
+    raw_shard(bad, [0, 1], [5], n_vocab=1000, dtype=pa.uint32())
+    with pytest.raises(ModelFileError, match=r"part-00001.arrow is corrupt: its ids are"):
+        ShardReader(tmp_path)
 
 
 def test_writer_batches_segments_and_lang(tmp_path):

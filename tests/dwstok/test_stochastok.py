@@ -195,3 +195,52 @@ def test_real_tokenizer_round_trip(corpus_dir):
         assert tok.decode_bytes(out.tolist()) == tok.decode_bytes(ids.tolist())
         assert out[0] == 1 and out[-1] == 2
         assert len(out) > len(ids) or len(ids) < 10
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    data=st.lists(st.integers(0, 50255), max_size=120),
+    cut=st.integers(0, 120),
+    p=st.floats(0, 1),
+    iterations=st.integers(0, 3),
+    seed=st.integers(0, 2**64 - 1),
+)
+def test_a_stretch_splits_as_in_the_whole(r50k_table, data, cut, p, iterations, seed):
+    """Per-token seeding: splitting ids[:c] and ids[c:] (at position c) gives the whole's
+    split; this is what lets a loader cut windows from the middle of a split stream."""
+    from dwstok.stochastok import StochasTok
+
+    _, table = r50k_table
+    ids = np.asarray(data, dtype=np.int64)
+    cut = min(cut, len(ids))
+    whole = stochastok(ids, table, p=p, iterations=iterations, seed=seed)
+    parts = [stochastok(ids[:cut], table, p=p, iterations=iterations, seed=seed),
+             stochastok(ids[cut:], table, p=p, iterations=iterations, seed=seed, position=cut)]
+    assert np.concatenate(parts).tolist() == whole.tolist()
+    st_ = StochasTok(table, p=p, iterations=iterations)
+    assert st_.extra(ids, seed=seed) == len(whole) - len(ids)
+    assert st_.extra(ids[cut:], seed=seed, position=cut) == len(parts[1]) - len(ids) + cut
+
+
+def test_iterations_split_pieces_again_at_rate_p():
+    """Two iterations: a token stays whole with probability (1 - p)^2, as in two passes."""
+    table = SplitTable.from_vocab(small_vocab())
+    n, p = 20_000, 0.3
+    out = stochastok(np.full(n, 263), table, p=p, seed=5, iterations=2)  # aaaa
+    assert decode(small_vocab(), out) == b"aaaa" * n
+    vocab = small_vocab()
+    whole = sum(len(vocab[x]) == 4 for x in out.tolist())
+    q = (1 - p) ** 2
+    assert abs(whole - n * q) < 5 * np.sqrt(n * q * (1 - q))
+    assert table.max_pieces() == 4  # aaaa -> a a a a
+
+
+def test_count_pass_matches_split_pass(r50k_table):
+    from dwstok.stochastok import StochasTok
+
+    vocab, table = r50k_table
+    ids = np.random.default_rng(0).integers(0, 50256, 20_000)
+    for p, it in ((0.1, 1), (0.5, 3), (1.0, 2)):
+        st_ = StochasTok(table, p=p, iterations=it)
+        assert st_.extra(ids, seed=9) == len(st_(ids, seed=9)) - len(ids)
+    assert StochasTok(table, p=0.0).extra(ids, seed=9) == 0
