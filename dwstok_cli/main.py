@@ -29,9 +29,9 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from . import build, count, encode_shards, export, info, pretokenize, train
+    from . import build, count, encode, encode_shards, export, info, page, pretokenize, train
 
-    for mod in (pretokenize, count, train, export, encode_shards, build, info):
+    for mod in (pretokenize, count, train, export, encode_shards, build, info, encode, page):
         cli.add_command(mod.command)
 
 
