@@ -17,6 +17,7 @@ Reads the protobuf with a few lines of wire-format parsing, so no ``sentencepiec
 
 from __future__ import annotations
 
+import re
 import struct
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from dwstok.errors import ModelFileError
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 SPACE = "\u2581"
+_INNER_SPACE = re.compile(f"[^{SPACE}]{SPACE}")
 
 
 def _varint(buf: bytes, i: int) -> tuple[int, int]:
@@ -127,6 +129,15 @@ def spm_tokenizer_json(path: str | Path) -> dict[str, Any]:
             if a in mergeable and b in mergeable:
                 merges.append((-score, i, cut, a, b))
     merges.sort()  # highest score first; equal scores by id, then by cut
+    # No piece has a ▁ after another character, so no merge crosses the start of a ▁ run:
+    # cutting the text there changes nothing, and the BPE runs (and caches) word by word
+    # instead of over the whole text at once (tokenizers.js: 3 ms instead of 150 for 10 KB).
+    splits = not any(_INNER_SPACE.search(t) for t in vocab)
+    pre_tokenizer = (
+        {"type": "Split", "pattern": {"Regex": f"{SPACE}*[^{SPACE}]+|{SPACE}+"}, "behavior": "Isolated", "invert": False}
+        if splits
+        else None
+    )
     normalizers = [{"type": "Replace", "pattern": {"String": " "}, "content": SPACE}]
     if m["add_dummy_prefix"]:
         normalizers.insert(0, {"type": "Prepend", "prepend": SPACE})
@@ -136,7 +147,7 @@ def spm_tokenizer_json(path: str | Path) -> dict[str, Any]:
         "padding": None,
         "added_tokens": [],
         "normalizer": {"type": "Sequence", "normalizers": normalizers},
-        "pre_tokenizer": None,
+        "pre_tokenizer": pre_tokenizer,
         "post_processor": None,
         "decoder": {
             "type": "Sequence",

@@ -1,8 +1,8 @@
 // The page's encoders: one per registered tokenizer, built from the data files that
 // `dwstok page` writes (see dwstok_cli/page_data.py).
-//   kind "tiktoken": rank-based BPE (dwstok models, GPT-2, o200k) with js-tiktoken;
+//   kind "tiktoken": rank-based BPE (dwstok models, GPT-2, o200k), rankbpe.js;
 //   kind "hf": a tokenizer.json (Mistral's SentencePiece model, converted) with tokenizers.js.
-import { Tiktoken } from "js-tiktoken/lite";
+import { RankBPE } from "./rankbpe.js";
 import { Tokenizer } from "@huggingface/tokenizers";
 
 const SPACE = "\u2581";
@@ -10,16 +10,12 @@ const BYTE_PIECE = /^<0x([0-9A-Fa-f]{2})>$/;
 const utf8 = new TextEncoder();
 
 function tiktokenEncoder(entry) {
-  const enc = new Tiktoken({
-    pat_str: entry.pat_str,
-    special_tokens: entry.special_tokens,
-    bpe_ranks: entry.bpe_ranks,
-  });
+  const bpe = new RankBPE(entry);
   const specials = new Map(Object.entries(entry.special_tokens).map(([k, v]) => [v, utf8.encode(k)]));
   return {
     // no special is parsed out of the text: a name such as <bos> stays text, as in dwstok
-    encode: (text) => enc.encode(text, [], []),
-    bytesOf: (id) => enc.textMap.get(id) ?? specials.get(id) ?? new Uint8Array(0),
+    encode: (text) => bpe.encode(text),
+    bytesOf: (id) => bpe.bytesOf(id) ?? specials.get(id) ?? new Uint8Array(0),
     prefixBytes: 0,
   };
 }
@@ -29,6 +25,7 @@ function hfEncoder(entry) {
   const pieces = [];
   for (const [piece, id] of Object.entries(entry.tokenizer.model.vocab)) pieces[id] = piece;
   const cache = new Map();
+  const words = new Map();
   const bytesOf = (id) => {
     let b = cache.get(id);
     if (b === undefined) {
@@ -40,11 +37,34 @@ function hfEncoder(entry) {
     return b;
   };
   return {
-    encode: (text) => tok.encode(text, { add_special_tokens: false }).ids,
+    encode: (text) => encodeCached(tok, text, words),
     bytesOf,
     // SentencePiece's dummy prefix: one space before non-empty text, which is not the user's
     prefixBytes: entry.dummy_prefix ? 1 : 0,
   };
+}
+
+// tokenizers.js's own pipeline for text without added tokens (Tokenizer.encode_text):
+// normalizer, pre-tokenizer, model; with the ids of each word kept, so that re-encoding
+// as the user types only runs the model on the words that changed (tokenizers.js takes
+// 45-95 ms for 10 KB each time without it). A word's ids do not depend on its neighbours:
+// that is what the pre-tokenizer's split means.
+function encodeCached(tok, text, words) {
+  if (!text) return [];
+  const normalized = tok.normalizer ? tok.normalizer(text) : text;
+  if (!normalized) return [];
+  const parts = tok.pre_tokenizer ? tok.pre_tokenizer(normalized, { section_index: 0 }) : [normalized];
+  const out = [];
+  for (const w of parts) {
+    let ids = words.get(w);
+    if (ids === undefined) {
+      ids = tok.model([w]).map((t) => tok.model.tokens_to_ids.get(t));
+      if (words.size >= 1 << 16) words.clear();
+      words.set(w, ids);
+    }
+    for (const id of ids) out.push(id);
+  }
+  return out;
 }
 
 export function makeEncoder(entry) {
