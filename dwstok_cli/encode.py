@@ -115,7 +115,8 @@ def render(e: Encoded, text: str, show: str, color: bool):
     for n, (s, t, ks) in enumerate(units(e)):
         if n and not color:
             out.append("|")
-        out.append(_visible(text[s:t]), style=TINTS[n % len(TINTS)] if color else "")
+        # a token that covers no character: SentencePiece's dummy-prefix space, drawn as ▁
+        out.append(_visible(text[s:t]) or "▁", style=TINTS[n % len(TINTS)] if color else "")
         if len(ks) > 1:  # characters that took several tokens
             out.append(str(len(ks)).translate(SUPERSCRIPT), style="bold magenta" if color else "")
     return out

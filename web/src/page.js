@@ -2,7 +2,7 @@
 // the browser, and shows its tokens. Test hook: window.dwstokEncode(name, text).
 import { makeEncoder } from "./encoders.js";
 
-const t0 = performance.now();
+const t0 = performance.now(); // the data scripts are parsed by now
 const utf8 = new TextEncoder();
 const EXAMPLES = {
   English: "The quick brown fox jumps over the lazy dog. Tokenizers cut text into pieces a model can count, and fewer pieces means more text fits in its context.",
@@ -192,6 +192,7 @@ const ready = new Promise((resolve, reject) => {
       build();
       setup();
       window.dwstokTimings.ready_ms = performance.now();
+      window.dwstokTimings.scripts_ms = t0;
       window.dwstokTimings.build_ms = Object.fromEntries([...tokenizers].map(([k, v]) => [k, v.loadMs]));
       document.body.dataset.ready = "1";
       resolve();

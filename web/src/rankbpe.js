@@ -1,8 +1,8 @@
 // tiktoken's rank-based BPE (dwstok models, GPT-2, o200k), written out because
-// js-tiktoken 1.0.21 was too slow for this page: 1.0 s to load GPT-2's ranks (Map keys
-// built with Array.join), and its merge loop re-joins every pair after every merge, so a
-// 3,000-character piece of dev took 104 s. Here ranks are keyed by the token's bytes as a
-// "binary string" (atob's output), short pieces merge as tiktoken does, long ones through a
+// js-tiktoken 1.0.21 was too slow for this page: 1.0 s to load GPT-2's ranks in node (Map
+// keys built with Array.join), and its merge loop re-joins every pair after every merge, so
+// a 3,000-character piece of dev took 104 s. Here ranks are keyed by the token's bytes as a
+// "binary string" (slices of one atob output), short pieces merge as tiktoken does, long ones through a
 // heap. Same answer: the lowest-ranked adjacent pair merges first, the leftmost on ties.
 const utf8 = new TextEncoder();
 const ASCII = /^[\x00-\x7f]*$/;
@@ -18,15 +18,16 @@ function binary(s) {
 }
 
 export class RankBPE {
-  constructor({ pat_str, bpe_ranks }) {
+  constructor({ pat_str, ranks }) {
     this.ranks = new Map(); // bytes (binary string) -> rank
     this.tokens = []; // rank -> bytes (binary string)
-    for (const line of bpe_ranks.split("\n")) {
-      if (!line) continue;
-      const parts = line.split(" ");
-      let r = parseInt(parts[1], 10);
-      for (let i = 2; i < parts.length; i++, r++) {
-        const s = atob(parts[i]);
+    const all = atob(ranks.bytes);
+    let k = 0;
+    let off = 0;
+    for (const [first, count] of ranks.runs) {
+      for (let r = first; r < first + count; r++, k++) {
+        const s = all.slice(off, off + ranks.lengths[k]);
+        off += ranks.lengths[k];
         this.ranks.set(s, r);
         this.tokens[r] = s;
       }
