@@ -182,7 +182,7 @@ def _read_text(text: str | None, file: str | None, InputError) -> str:
             raise InputError(f"{file} is not UTF-8: byte {e.start} is {e.object[e.start]:#04x}") from None
     if text is not None and text != "-":
         return text
-    stream = click.get_binary_stream("stdin")
+    stream = sys.stdin.buffer
     if stream.isatty():
         raise InputError("no text: give TEXT, --file F, or pipe text in (`echo hi | dwstok encode MODEL`)")
     data = stream.read()

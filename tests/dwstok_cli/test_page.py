@@ -176,6 +176,9 @@ def test_modes_draw_tokens(page, mode, tmp_path):
     rows = page.evaluate("[...document.querySelectorAll('#table tbody tr')].map((r) => r.cells[0].textContent)")
     assert len(rows) == 5
     assert "o200k has 200,019 ids" in page.inner_text("#vocab-note")
+    first = ".panel[data-name='gpt2'] .tok >> nth=0"  # hover: the first Han character's three byte tokens
+    page.hover(first)
+    assert page.get_attribute(first, "title") == "id 163 · bytes e7\nid 254 · bytes a0\nid 242 · bytes 94"
 
 
 def test_timings(page, corpus_dir):

@@ -81,7 +81,6 @@ function renderUnits(units) {
   const out = [];
   units.forEach((u, k) => {
     const n = u.tokens.length;
-    const title = u.tokens.map((t) => `id ${t.id} · bytes ${hex(t.bytes) || "(prefix)"}`).join("\n");
     let cls = `tok c${k % 6}`;
     let extra = "";
     if (n > 1) {
@@ -95,7 +94,7 @@ function renderUnits(units) {
       style = ` style="background:hsl(${210 - 170 * heat},70%,${88 - 18 * heat}%)"`;
       extra += `<sub class="m">${Number.isInteger(per) ? per : per.toFixed(1)}</sub>`;
     }
-    out.push(`<span class="${cls}"${style} title="${esc(title)}" data-ids="${u.tokens.map((t) => t.id).join(",")}">${esc(visible(u.text))}${extra}</span>`);
+    out.push(`<span class="${cls}"${style} data-u="${k}">${esc(visible(u.text)) || "\u2581"}${extra}</span>`);
   });
   return out.join("");
 }
@@ -113,6 +112,7 @@ function update() {
     times[name] = performance.now() - s;
     const units = layout(text, ids, enc);
     const panel = document.querySelector(`.panel[data-name="${CSS.escape(name)}"]`);
+    panel.units = units; // for the hover title, made when a token is hovered
     panel.querySelector(".tokens").innerHTML = renderUnits(units);
     const bpt = ids.length ? (nBytes / ids.length).toFixed(2) : "–";
     panel.querySelector(".stats").textContent = `${ids.length} tokens · ${bpt} bytes/token · ${units.filter((u) => u.tokens.length > 1).length} split units`;
@@ -162,6 +162,12 @@ function setup() {
     const div = document.createElement("section");
     div.className = "panel";
     div.dataset.name = name;
+    div.addEventListener("mouseover", (ev) => {
+      const span = ev.target.closest(".tok");
+      if (!span || span.title) return;
+      const u = div.units[+span.dataset.u];
+      span.title = u.tokens.map((t) => `id ${t.id} · bytes ${hex(t.bytes) || "(prefix)"}`).join("\n");
+    });
     div.innerHTML = `<h2>${esc(entry.label)} <small>${entry.n_vocab.toLocaleString("en")} ids</small></h2><div class="stats"></div><div class="tokens"></div>`;
     panels.appendChild(div);
   }
