@@ -139,3 +139,24 @@ def test_compare(model, reftok, tiktoken_cache):
         check_json(c, text)
     r = run([path, text, "--compare", "o200k", "--reference-dir", str(reftok)])
     assert r.exit_code == 0 and "GPT-4o (o200k_base)" in r.output and "200,019" in r.output
+
+
+def test_page_without_references(model, tmp_path, monkeypatch):
+    """`dwstok page` with no reference folder shows the models alone; its data files are
+    scripts that register one JSON entry each."""
+    path, tok = model
+    monkeypatch.delenv("DWSTOK_REFTOK", raising=False)
+    r = CliRunner().invoke(cli, ["page", path, "--out", str(tmp_path / "site")])
+    assert r.exit_code == 0, r.output
+    files = sorted(p.name for p in (tmp_path / "site").rglob("*") if p.is_file())
+    assert files == ["32.3.js", "dwstok-page.min.js", "index.html"]
+    data = (tmp_path / "site" / "data" / "32.3.js").read_text()
+    prefix = "(window.DWSTOK_DATA=window.DWSTOK_DATA||[]).push("
+    assert data.startswith(prefix) and data.endswith(");\n")
+    entry = json.loads(data[len(prefix) : -3])
+    assert entry["name"] == "32.3" and entry["n_vocab"] == tok.n_vocab and sum(n for _, n in entry["ranks"]["runs"]) == tok.n_vocab - 32
+    assert '<script src="data/32.3.js"></script>' in (tmp_path / "site" / "index.html").read_text()
+    r = CliRunner().invoke(cli, ["page", path, "--out", str(tmp_path / "s2"), "--compare", "gpt2"])
+    assert r.exit_code == 3 and "pass --reference-dir DIR or set DWSTOK_REFTOK" in r.output
+    r = CliRunner().invoke(cli, ["page", path, path, "--out", str(tmp_path / "s3")])
+    assert r.exit_code == 3 and "both named '32.3'" in r.output
