@@ -14,7 +14,6 @@ from pathlib import Path
 
 import click
 
-from . import reference
 
 SHOW = ("tokens", "ids", "bytes")
 TINTS = ("on #cfe3ff", "on #ffd9c2", "on #d4f2d0", "on #f6d2f2", "on #fff0b3", "on #d2efef")
@@ -127,7 +126,7 @@ def render(e: Encoded, text: str, show: str, color: bool):
 @click.argument("text", required=False)
 @click.option("--file", "file", type=click.Path(dir_okay=False), help="Read the text from a file (UTF-8).")
 @click.option("--compare", default="", help="Reference tokenizers to show too: any of gpt2,mistral,o200k.")
-@click.option("--reference-dir", type=click.Path(file_okay=False), default=None, help=f"Folder of the reference tokenizers [default: ${reference.ENV}].")
+@click.option("--reference-dir", type=click.Path(file_okay=False), default=None, help="Folder of the reference tokenizers [default: $DWSTOK_REFTOK].")
 @click.option("--show", type=click.Choice(SHOW), default="tokens", show_default=True, help="Draw tokens, their ids or their bytes.")
 @click.option("--allowed-special", default="", help="Special names to parse from the text (comma-separated, or 'all'); none by default.")
 @click.option("--json", "as_json_", is_flag=True, help="Print JSON: each token's id, text, character offsets, bytes, split flag.")
@@ -137,6 +136,7 @@ def command(model, text, file, compare, reference_dir, show, allowed_special, as
     file or a workdir) and show its tokens, ids, token count and bytes/token."""
     from dwstok.errors import InputError
 
+    from . import reference
     from .model_arg import load_model
 
     text = _read_text(text, file, InputError)

@@ -8,16 +8,13 @@ The site opens from ``file://`` or any static host, with no server and no networ
 from __future__ import annotations
 
 import base64
-import json
 import os
-import shutil
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import click
 
-from . import reference
 
 BUNDLE = "dwstok-page.min.js"
 TEMPLATE = "index.html"
@@ -40,13 +37,15 @@ NOTES = {
     "--reference-dir",
     type=click.Path(file_okay=False),
     default=None,
-    help=f"Folder with r50k_base.tiktoken, o200k_base.tiktoken, encodings.json, {reference.MISTRAL} [default: ${reference.ENV}].",
+    help="Folder with r50k_base.tiktoken, o200k_base.tiktoken, encodings.json, mistral7b_v0.1.tokenizer.model [default: $DWSTOK_REFTOK].",
 )
 @click.option("--title", default="DWSLMTok", show_default=True, help="The page's title.")
 def command(models: tuple[str, ...], out_dir: str, compare: str | None, reference_dir: str | None, title: str) -> None:
     """Write a static page to --out that shows each MODEL's tokens (a model file or a
     workdir; several side by side), next to GPT-2, Mistral and o200k, all encoded in the
     browser. Open DIR/index.html from disk."""
+    from . import reference
+
     if compare is None:
         names = list(reference.NAMES) if (reference_dir or os.environ.get(reference.ENV)) else []
     else:
@@ -78,6 +77,7 @@ def model_entry(tok, name: str) -> dict[str, Any]:
 def reference_entry(name: str, d: Path) -> dict[str, Any]:
     from dwstok.errors import ModelFileError
 
+    from . import reference
     from .page_data import spm_entry, tiktoken_entry
     from .spm_convert import spm_tokenizer_json
 
@@ -108,6 +108,7 @@ def write_site(models, out: Path, *, compare: list[str], reference_dir: Path | N
     """Write ``index.html``, the bundle and ``data/*.js`` into ``out``; returns the files and sizes."""
     from dwstok.errors import InputError
 
+    from . import reference
     from .model_arg import load_model
     from .page_data import data_script
 

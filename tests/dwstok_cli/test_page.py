@@ -9,7 +9,6 @@ The timings (page ready, re-tokenizing 10 KB) are printed, not asserted.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
