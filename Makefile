@@ -8,7 +8,7 @@ VERSION ?= 32.3
 CORPUS ?= ../shared/corpus/train.parquet
 WORKERS ?= 2
 
-.PHONY: setup setup-runtime test test-slow demo build bench browser clean
+.PHONY: setup setup-runtime test test-slow demo build bench browser clean page-bundle
 
 # One venv, installed in layers; each marker is redone when pyproject.toml changes.
 $(VENV)/.created:
@@ -61,6 +61,12 @@ bench: $(VENV)/.bench
 	$(PY) bench/encode.py
 	$(PY) bench/train.py
 	$(PY) bench/pipeline.py
+
+# The in-browser encoders of `dwstok page`, rebuilt from web/ (pinned by web/package-lock.json)
+# into dwstok_cli/page_assets/dwstok-page.min.js, which ships in the package: pip users need no node.
+page-bundle:
+	@command -v npm >/dev/null || { echo "page-bundle needs node and npm: apt-get install -y nodejs npm"; exit 1; }
+	cd web && npm ci --no-audit --no-fund && npm run build
 
 clean:
 	rm -rf $(WORK) .pytest_cache

@@ -483,6 +483,33 @@ class Tokenizer:
         """
         return self._encode_np(text, self._allowed(allowed_special)).tolist()
 
+    def encode_with_offsets(
+        self, text: str, *, allowed_special: Iterable[str] | str = ()
+    ) -> tuple[list[int], list[tuple[int, int]]]:
+        """Ids of ``text`` and, for each, the ``(start, end)`` character offsets it covers.
+
+        A token whose bytes begin or end inside a character (a split character) covers
+        that whole character, so its neighbour covers it too; such tokens are exactly the
+        ones whose ``text[start:end]`` is not their own text.
+
+        >>> tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"h", b"i")])
+        >>> tok.encode_with_offsets("hi é")
+        ([256, 32, 195, 169], [(0, 2), (2, 3), (3, 4), (3, 4)])
+        """
+        ids = self._encode_np(text, self._allowed(allowed_special))
+        buf = np.frombuffer(_utf8(text), np.uint8)
+        # char_at[b] = index of the character byte b belongs to (b = len(buf): len(text))
+        char_at = np.cumsum(np.append((buf & 0xC0) != 0x80, True)) - 1
+        ends = np.cumsum(self._token_lengths[ids])
+        starts = ends - self._token_lengths[ids]
+        first = char_at[starts]
+        last = char_at[np.maximum(ends - 1, 0)] + 1
+        return ids.tolist(), list(zip(first.tolist(), last.tolist()))
+
+    @cached_property
+    def _token_lengths(self) -> np.ndarray:
+        return np.fromiter(map(len, self._tokens), np.int64, len(self._tokens))
+
     def encode_to_numpy(self, text: str, *, allowed_special: Iterable[str] | str = ()) -> np.ndarray:
         """Like :meth:`encode`, as a uint32 array."""
         if not allowed_special:  # the usual case, called per document: the fewest calls

@@ -29,10 +29,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from . import build, config_cmd, count, encode_shards, export, info, pretokenize, train, verify
+    from . import build, config_cmd, count, encode, encode_shards, export, info, page, pretokenize, train, verify
     from . import eval as evaluate
 
-    for mod in (pretokenize, count, train, export, encode_shards, build, info, verify, evaluate, config_cmd):
+    for mod in (pretokenize, count, train, export, encode_shards, build, info, verify, evaluate, encode, page, config_cmd):
         cli.add_command(mod.command)
 
 
