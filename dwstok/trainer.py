@@ -558,10 +558,17 @@ def learn_merges(
     if n_pieces + 1 >= 2**31 or data.shape[0] >= 2**40:
         raise InputError("too many pieces for one training run (at most 2**31 - 2)")
 
+    if n_merges > 2**31 - 257:
+        raise ConfigError(f"{n_merges:,} merges do not fit: token ids must fit in 31 bits (lower vocab_size)")
     fl, fr = _forced_ids(forced)
+    # Each learned merge uses up at least one pair of adjacent bytes, so no more than
+    # this many can be learned: the kernel's arrays need no room for more (a vocab_size
+    # of 10**11 was a MemoryError).
+    lengths = np.diff(offsets)
+    room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
     stop = np.zeros(1, np.uint8)
     left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(data, offsets, weights, fl, fr, n_merges, stop), stop
+        lambda: _learn_kernel(data, offsets, weights, fl, fr, min(n_merges, room), stop), stop
     )
     tokens = [bytes([b]) for b in range(256)]
     merges = []

@@ -82,7 +82,8 @@ def run_in_thread(fn: Callable[[], Any]) -> Any:
     lands while the main thread is inside a nogil Numba kernel is noticed only when the
     kernel returns (minutes, for training), and one that lands inside the compiler's
     ctypes callbacks on a first run crashed the process (exit -11) or surfaced as a
-    SystemError. A main thread that only waits takes the signal at once. The worker is
+    SystemError. A main thread that only waits takes the signal at once (the worker
+    thread blocks SIGINT and SIGTERM). The worker is
     then abandoned mid-stage: the CLI prints its error line and leaves with
     ``os._exit`` (worker processes die with it, see stages.executors), keeping staging
     for the resumed run.
@@ -90,6 +91,18 @@ def run_in_thread(fn: Callable[[], Any]) -> Any:
     box: dict[str, Any] = {}
 
     def target() -> None:
+        # Signals are the main thread's business. Blocked here, they also stay blocked
+        # in the worker processes this thread spawns (a signal mask survives fork and
+        # exec): a Ctrl-C sent to the whole process group cannot interrupt a worker
+        # still importing, before its initializer ignores SIGINT.
+        if hasattr(signal, "pthread_sigmask"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+            # multiprocessing's resource tracker unblocks both in the thread that starts
+            # it: start it now, then block them again.
+            from multiprocessing import resource_tracker
+
+            resource_tracker.ensure_running()
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             box["result"] = fn()
         except BaseException as e:  # noqa: BLE001 - re-raised in the waiting thread
