@@ -58,11 +58,11 @@ def ensure_writable_cache() -> str | None:
 
     if numba.config.DISABLE_JIT or numba.config.CACHE_LOCATOR_CLASSES:
         return None
-    try:
-        from numba.core.caching import _CacheImpl
+    from numba.core import caching
 
-        locators = list(_CacheImpl._locator_classes)
-    except (ImportError, AttributeError):  # another Numba: let it decide
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    locators = list(getattr(impl, "_locator_classes", []))
+    if not locators:  # another Numba: let it decide
         return None
     if any(cls.from_function(ensure_writable_cache, __file__) is not None for cls in locators):
         return None

@@ -194,7 +194,9 @@ class ErrorHandlingGroup(click.Group):
             _show_traceback(ctx)
             if isinstance(e, DwstokError):
                 click.echo(f"Error: {_one_line(str(e))}", err=True)
-                ctx.exit(exit_code(e))
+                if getattr(e, "abandon_threads", False):
+                    _abandoned.set()
+                _leave(ctx, exit_code(e))
             known = describe(e)
             if known is not None:
                 click.echo(f"Error: {known[0]}", err=True)

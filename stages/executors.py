@@ -261,8 +261,11 @@ class RayExecutor(Executor):
             if self.address:  # a private cluster started here needs no deadline
                 _check_reachable(self.address, self.timeout)
             try:
-                with _deadline(self.timeout if self.address else None, f"Ray at {self.address}"):
-                    ray.init(**kwargs)
+                if self.address and threading.current_thread() is not threading.main_thread():
+                    _init_in_thread(ray, kwargs, self.timeout, self.address)
+                else:
+                    with _deadline(self.timeout if self.address else None, f"Ray at {self.address}"):
+                        ray.init(**kwargs)
             except ConnectionError as e:
                 raise ClusterUnavailableError(f"cannot connect to Ray at {self.address}: {e}") from None
             self._started = True
@@ -358,6 +361,31 @@ def _check_reachable(address: str, timeout: float) -> None:
         raise ClusterUnavailableError(
             f"cannot reach Ray at {address}: {e.strerror or e} (check --ray-address and that the cluster runs)"
         ) from None
+
+
+def _init_in_thread(ray, kwargs: dict[str, Any], timeout: float, address: str) -> None:
+    """``ray.init`` in a helper thread, given up after ``timeout`` (off the main thread
+    there is no SIGALRM). The error then says to abandon the hung thread."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            ray.init(**kwargs)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="dwstok-ray-init", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        e = ClusterUnavailableError(
+            f"cannot connect to Ray at {address}: no answer within {timeout:g} s "
+            "(check --ray-address; --ray-timeout or DWSTOK_RAY_TIMEOUT sets the wait)"
+        )
+        e.abandon_threads = True  # the CLI exits without waiting for the hung thread
+        raise e
+    if "error" in box:
+        raise box["error"]
 
 
 @contextlib.contextmanager
