@@ -84,6 +84,6 @@ def test_two_configs_at_once(tmp_path, setup):
     assert first.returncode == 0, err_a
     _, err_b = waiter.communicate(timeout=600)
     assert waiter.returncode == 0, err_b
-    assert "waiting for another dwstok run" in err_b
+    # (Whether it had to wait depends on timing; test_interrupts.py tests the waiting.)
     # Every stage is B's, and byte-identical to a clean build of B.
     assert snapshot(w) == snapshot(clean_b)
