@@ -198,3 +198,26 @@ def test_workers_die_with_a_killed_parent(tmp_path, config):
     run.p.kill()
     run.finish()
     assert gone_within(workers) == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_train(tmp_path):
+    """Ctrl-C (to the process group, as a terminal sends it) while the merge kernel
+    runs: exit 130 with one line (it was a segfault, exit -11)."""
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text('version: "t1"\npattern: o200k\nvocab_size: 60000\n')
+    corpus = write_corpus(tmp_path / "c", n_files=1, mb=3.0)
+    w = tmp_path / "w"
+    for stage in ("pretokenize", "count"):
+        r = subprocess.run(dwstok(stage, cfg, "--corpus", corpus, "--workdir", w, "--workers", 1),
+                           capture_output=True, text=True, env=ENV, timeout=600)
+        assert r.returncode == 0, r.stderr
+    run = Run(dwstok("train", cfg, "--workdir", w))
+    run.wait_for(lambda: any("learning" in line for line in run.err))
+    time.sleep(1.0)
+    os.killpg(run.p.pid, signal.SIGINT)
+    rc, err = run.finish(timeout=30)  # the whole training takes minutes
+    assert rc == 130, err
+    assert err.rstrip("\n").splitlines()[-1] == "Error: interrupted; finished work is kept: re-run to resume", err
+    assert "Traceback" not in err
+    assert not (w / "train" / "_manifest.json").exists()
