@@ -83,10 +83,9 @@ def run_in_thread(fn: Callable[[], Any]) -> Any:
     kernel returns (minutes, for training), and one that lands inside the compiler's
     ctypes callbacks on a first run crashed the process (exit -11) or surfaced as a
     SystemError. A main thread that only waits takes the signal at once (the worker
-    thread blocks SIGINT and SIGTERM). The worker is
-    then abandoned mid-stage: the CLI prints its error line and leaves with
-    ``os._exit`` (worker processes die with it, see stages.executors), keeping staging
-    for the resumed run.
+    thread blocks SIGINT and SIGTERM). The worker is then abandoned mid-stage: the CLI
+    prints its error line and leaves with ``os._exit`` (worker processes die with it,
+    see stages.executors), keeping staging for the resumed run.
     """
     box: dict[str, Any] = {}
 

@@ -51,6 +51,7 @@ def run_stages(
         timeout=wait_timeout,
         on_wait=lambda msg: click.echo(msg, err=True),
     )
+
     def work() -> None:
         with lock, make_executor(executor, workers, address=ray_address, progress=progress, ray_timeout=ray_timeout) as ex:
             for stage in stages:
@@ -72,7 +73,9 @@ def run_stages(
     # resource tracker then unlinks the pool's semaphores, and should not print a
     # warning about each under the one error line. (It takes its warning filters
     # from sys.warnoptions.)
-    sys.warnoptions.append("ignore::UserWarning:multiprocessing.resource_tracker")
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
     try:
         run_in_thread(work)
     except KeyboardInterrupt:
