@@ -176,7 +176,7 @@ def read_manifest(out_dir: str | Path) -> Manifest | None:
     p = Path(out_dir) / MANIFEST
     try:
         m = Manifest.from_json(read_json(p))
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # malformed: unfinished
+    except (OSError, ValueError, TypeError, KeyError):
         return None
     m.out_dir = Path(out_dir)
     return m
@@ -393,11 +393,11 @@ def shard_done(out_dir: str | Path, index: int, key: str) -> ShardDone | None:
     p = Path(out_dir) / part_name(index, ".json")
     try:
         d = read_json(p)
-        if d.get("key") != key or d.get("format") != FORMAT:
-            return None
-        outputs = {k: FileInfo(**v) for k, v in d["outputs"].items()}
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):  # malformed: recompute
+    except (OSError, ValueError):
         return None
+    if d.get("key") != key or d.get("format") != FORMAT:
+        return None
+    outputs = {k: FileInfo(**v) for k, v in d["outputs"].items()}
     for name, info in outputs.items():
         q = Path(out_dir) / name
         if not q.is_file() or q.stat().st_size != info.bytes:
