@@ -42,7 +42,55 @@ def drop_stale_cache(package: Path, sources: list[Path]) -> None:
         pass
 
 
+def ensure_writable_cache() -> str | None:
+    """Give Numba a writable cache folder when it has none; return it, else None.
+
+    Numba caches a kernel in ``__pycache__`` next to its source, else in
+    ``~/.cache/numba``, else nowhere: then ``@njit(cache=True)`` raises at import time.
+    That is the usual case in a container running as an arbitrary UID (read-only
+    site-packages, no home). Then the kernels cache in ``<tmp>/dwstok-numba-<uid>``
+    (exported as ``NUMBA_CACHE_DIR``, so worker processes use it too) and one line on
+    stderr says so.
+    """
+    import os
+    import sys
+    import tempfile
+
+    if numba.config.DISABLE_JIT or numba.config.CACHE_LOCATOR_CLASSES:
+        return None
+    from numba.core import caching
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    locators = list(getattr(impl, "_locator_classes", []))
+    if not locators:  # another Numba: let it decide
+        return None
+    if any(cls.from_function(ensure_writable_cache, __file__) is not None for cls in locators):
+        return None
+    uid = os.getuid() if hasattr(os, "getuid") else "user"
+    fallback = Path(tempfile.gettempdir()) / f"dwstok-numba-{uid}"
+    tried = ", ".join(filter(None, [numba.config.CACHE_DIR, str(Path(__file__).parent / "__pycache__"), "~/.cache/numba"]))
+    try:
+        fallback.mkdir(mode=0o700, exist_ok=True)
+        tempfile.TemporaryFile(dir=fallback).close()
+    except OSError as e:
+        from .errors import ConfigError
+
+        raise ConfigError(
+            f"no writable folder for Numba's compiled kernels (tried {tried}, {fallback}: "
+            f"{e.strerror or e}): set NUMBA_CACHE_DIR to a writable folder"
+        ) from None
+    numba.config.CACHE_DIR = str(fallback)
+    os.environ["NUMBA_CACHE_DIR"] = str(fallback)
+    print(
+        f"dwstok: no writable Numba cache ({tried}); caching compiled kernels in {fallback}. "
+        "Set NUMBA_CACHE_DIR to choose the folder.",
+        file=sys.stderr,
+    )
+    return str(fallback)
+
+
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent])
+ensure_writable_cache()
 
 njit = numba.njit(cache=True, nogil=True)
 """Decorator for kernels: ``@njit``."""

@@ -312,6 +312,11 @@ class Tokenizer:
         _check_expected(path, c["pattern"], c["pattern_name"], c["version"], expect_pattern, expect_version)
         try:
             size = c["n_vocab"]
+            # Checked before the list is allocated: a corrupt n_vocab of 10**12 was a
+            # MemoryError. Ids may leave gaps, but not more gaps than tokens.
+            n_entries = len(c["vocab"]) + len(c["specials"])
+            if not isinstance(size, int) or size < 0 or size > 2 * n_entries + 256:
+                raise ModelFileError(f"model file {path} says n_vocab {size} but holds only {n_entries} tokens")
             tokens = [b""] * size
             for i, text in c["vocab"]:
                 tokens[i] = model_file.token_bytes(text)
@@ -522,6 +527,8 @@ class Tokenizer:
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
+        if isinstance(texts, (str, bytes)):  # a str is a sequence of one-character documents
+            raise TypeError("encode_batch takes a list of texts, got one text: use encode(), or pass [text]")
         bufs = [_utf8(t) for t in texts]
         offsets = np.zeros(len(bufs) + 1, np.int64)
         np.cumsum([len(b) for b in bufs], out=offsets[1:])
@@ -539,6 +546,8 @@ class Tokenizer:
         Document i is ``data[offsets[i]:offsets[i+1]]``. Returns ``(ids, doc_offsets)``:
         flat uint32 ids and the n+1 boundaries of each document's ids.
         """
+        if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
+            raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
         data = np.asarray(data)
         offsets = np.asarray(offsets)
         if data.dtype != np.uint8 or data.ndim != 1:

@@ -177,7 +177,7 @@ def _compact(occ, seg_start, seg_len, pc, pl, pr, S, n_pairs):
 
 
 @njit
-def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, max_len):
+def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, max_len, stop):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
@@ -296,6 +296,8 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
     out_count = np.zeros(n_merges, np.int64)
 
     for step in range(n_merges):
+        if stop[0]:  # the caller was interrupted (see _interruptible)
+            return out_left, out_right, out_count, step
         # Choose the pair.
         if step < n_forced:
             a = forced_left[step]
@@ -572,8 +574,18 @@ def learn_merges(
         for a, b in forced:
             if len(a) + len(b) > max_token_bytes:
                 raise ConfigError(f"forced merge {(a, b)!r} makes a token longer than max_token_bytes={max_token_bytes}")
+    if n_merges > 2**31 - 257:
+        raise ConfigError(f"{n_merges:,} merges do not fit: token ids must fit in 31 bits (lower vocab_size)")
     fl, fr = _forced_ids(forced)
-    left, right, count, n_done = _learn_kernel(data, offsets, weights, fl, fr, n_merges, max_token_bytes or 0)
+    # Each learned merge uses up at least one pair of adjacent bytes, so no more than
+    # this many can be learned: the kernel's arrays need no room for more (a vocab_size
+    # of 10**11 was a MemoryError).
+    lengths = np.diff(offsets)
+    room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
+    stop = np.zeros(1, np.uint8)
+    left, right, count, n_done = _interruptible(
+        lambda: _learn_kernel(data, offsets, weights, fl, fr, min(n_merges, room), max_token_bytes or 0, stop), stop
+    )
     tokens = [bytes([b]) for b in range(256)]
     merges = []
     for i in range(int(n_done)):
@@ -581,3 +593,40 @@ def learn_merges(
         merges.append(pair)
         tokens.append(pair[0] + pair[1])
     return TrainResult(merges, count[:n_done].copy(), int(n_done) < n_merges)
+
+
+def _interruptible(call, stop: np.ndarray):
+    """Run ``call`` (a long nogil kernel) in a helper thread while this thread waits.
+
+    Python runs signal handlers in the main thread only, between bytecodes. A Ctrl-C
+    that lands while the main thread is inside a kernel, or inside the compiler's ctypes
+    callbacks on a first run, surfaced as a SystemError or a crash. Waiting here instead
+    turns it into a plain KeyboardInterrupt; ``stop[0] = 1`` makes the kernel return at
+    its next merge, so the helper thread ends too (after at most 2 s it is left to
+    finish on its own: it may still be compiling).
+    """
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return call()
+    box: dict = {}
+
+    def target() -> None:
+        try:
+            box["result"] = call()
+        except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="dwstok-learn", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except BaseException:
+        stop[0] = 1
+        t.join(2.0)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+

@@ -28,7 +28,7 @@ def set_option(fn):
 
 
 def stage_options(fn):
-    """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--on-invalid/--json."""
+    """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--ray-timeout/--wait/--on-invalid/--json."""
     decorators = [
         click.argument("config", type=click.Path(dir_okay=False)),
         click.option(
@@ -55,6 +55,27 @@ def stage_options(fn):
             help="local: a process pool; ray: tasks on a Ray cluster.",
         ),
         click.option("--ray-address", default=None, metavar="ADDR", help="Ray cluster to join (ray.init(address=...)); implies --executor ray."),
+        click.option(
+            "--ray-timeout",
+            type=click.FloatRange(min=0, min_open=True),
+            default=30.0,
+            show_default=True,
+            envvar="DWSTOK_RAY_TIMEOUT",
+            metavar="SECONDS",
+            help="Give up joining the Ray cluster after this long (env DWSTOK_RAY_TIMEOUT).",
+        ),
+        click.option(
+            "--wait",
+            is_flag=True,
+            help="When another dwstok run holds the workdir, wait for it instead of stopping (exit 75).",
+        ),
+        click.option(
+            "--wait-timeout",
+            type=click.FloatRange(min=0),
+            default=None,
+            metavar="SECONDS",
+            help="Wait at most this long for the workdir (implies --wait).",
+        ),
         click.option(
             "--on-invalid",
             type=click.Choice(["error", "skip", "replace"]),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -23,11 +24,16 @@ def run_stages(
     on_invalid: str | None = None,
     as_json: bool = False,
     overrides: tuple[str, ...] = (),
+    wait: bool = False,
+    wait_timeout: float | None = None,
+    ray_timeout: float | None = None,
 ) -> list[dict[str, Any]]:
     from stages import Inputs, get_run
     from stages.config import load_config
     from stages.executors import make_executor
+    from stages.lock import workdir_lock
 
+    from .errors import run_in_thread
     from .progress import make_progress
 
     cfg = load_config(config, overrides=overrides)
@@ -38,15 +44,44 @@ def run_stages(
     inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir)
     progress = make_progress()
     summaries = []
-    with make_executor(executor, workers, address=ray_address, progress=progress) as ex:
-        for stage in stages:
-            run = get_run(stage)
-            t0 = time.perf_counter()
-            m = run(cfg, inputs, Path(workdir) / stage, ex)
-            s = summary(stage, m, time.perf_counter() - t0, ex.describe())
-            summaries.append(s)
-            if not as_json:
-                click.echo(summary_line(s))
+    # The whole run holds the workdir: stages of two configs never interleave, and no
+    # other run's staging files are cleaned away under it.
+    lock = workdir_lock(
+        workdir,
+        wait=wait or wait_timeout is not None,
+        timeout=wait_timeout,
+        on_wait=lambda msg: click.echo(msg, err=True),
+    )
+
+    def work() -> None:
+        with lock, make_executor(executor, workers, address=ray_address, progress=progress, ray_timeout=ray_timeout) as ex:
+            for stage in stages:
+                run = get_run(stage)
+                t0 = time.perf_counter()
+                try:
+                    m = run(cfg, inputs, Path(workdir) / stage, ex)
+                except OSError as e:
+                    # A full disk reported by a write() names no file: name the stage folder.
+                    if getattr(e, "filename", None) is None:
+                        e.dwstok_path = Path(workdir) / stage
+                    raise
+                s = summary(stage, m, time.perf_counter() - t0, ex.describe())
+                summaries.append(s)
+                if not as_json:
+                    click.echo(summary_line(s))
+
+    # After Ctrl-C the CLI leaves with os._exit (see run_in_thread); multiprocessing's
+    # resource tracker then unlinks the pool's semaphores, and should not print a
+    # warning about each under the one error line. (It takes its warning filters
+    # from sys.warnoptions.)
+    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if quiet not in sys.warnoptions:
+        sys.warnoptions.append(quiet)
+    try:
+        run_in_thread(work)
+    except KeyboardInterrupt:
+        progress.finish(ok=False)  # restore the terminal before the error line
+        raise
     if as_json:
         click.echo(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=1, ensure_ascii=False))
     return summaries

@@ -51,6 +51,10 @@ Conventions every stage follows (DESIGN.md §2):
   batch.consumed, docs=...)``), returning only the unreported remainder as the
   result's ``bytes``/``docs`` (see ``stages/pretokenize.py``).
 
+- **One run per workdir.** Whatever writes into a workdir holds
+  ``stages.lock.workdir_lock(workdir)`` for its whole run (the CLI does), so stages of
+  two configs never interleave and no run cleans away another's staging files.
+
 - **Determinism.** Output bytes depend only on config and inputs: never on worker count,
   executor, thread scheduling or hash order (sort group-by results; reduce shards in
   index order).

@@ -10,7 +10,8 @@ files and marker), so results are small summaries.
   processes to spawn, and the model is loaded once (a spawned worker spends about 1.8 s
   of CPU on imports, the model and the Numba cache before its first shard).
 - ``RayExecutor(address, workers)``: one Ray task per item on an existing cluster
-  (``ray.init(address=...)``).
+  (``ray.init(address=...)``); a cluster that does not answer within ``timeout``
+  seconds (default 30) is an error, not a hang.
 
 Progress goes to ``executor.progress`` (a ``Progress``; the CLI plugs in rich bars or
 plain log lines). ``map`` reports each finished item as it completes, in completion
@@ -23,11 +24,16 @@ order, while still yielding results in input order.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from dwstok.errors import ConfigError
+from dwstok.errors import ConfigError, DwstokError
 
 
 class Progress:
@@ -135,8 +141,13 @@ class LocalExecutor(Executor):
         else:
             # spawn, not fork: the parent may hold pyarrow/numba threads, and a forked
             # child of a multithreaded process can deadlock on a lock some thread held.
-            pool = cf.ProcessPoolExecutor(max_workers=n, mp_context=mp.get_context("spawn"))
-        with pool:
+            pool = cf.ProcessPoolExecutor(
+                max_workers=n,
+                mp_context=mp.get_context("spawn"),
+                initializer=worker_init,
+                initargs=(os.getpid(),),
+            )
+        try:
             futures = [pool.submit(fn, it) for it in items]
             for f in futures:
                 f.add_done_callback(_ignore)
@@ -153,14 +164,63 @@ class LocalExecutor(Executor):
                     while nxt in results:
                         yield results.pop(nxt)
                         nxt += 1
-            except BaseException:
+            except BaseException as e:
                 for f in pending:
                     f.cancel()
+                if isinstance(e, KeyboardInterrupt):
+                    # Ctrl-C or SIGTERM: stop the workers now rather than let them
+                    # finish their shards (one can take minutes). They leave temporary
+                    # files in the staging folder, which the resumed run cleans.
+                    _stop_workers(pool)
                 raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ignore(_f) -> None:
     pass
+
+
+def _stop_workers(pool) -> None:
+    for p in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            p.kill()
+
+
+def worker_init(parent_pid: int) -> None:
+    """In each worker process (and a Manager's server): leave Ctrl-C to the parent, and
+    die with the parent.
+
+    A Ctrl-C at the terminal goes to the whole process group; the parent stops the
+    workers itself, so a worker ignores SIGINT rather than print its own traceback.
+    A parent killed by ``kill -9`` or the OOM killer cannot stop them, so on Linux the
+    kernel sends each worker SIGKILL when its parent dies (PR_SET_PDEATHSIG); elsewhere a
+    watchdog thread polls the parent's pid.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _set_parent_death_signal():
+        threading.Thread(target=_watch_parent, args=(parent_pid,), name="dwstok-watchdog", daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent died before the above took effect
+        os._exit(1)
+
+
+def _set_parent_death_signal() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        return libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent_pid: int, interval: float = 0.5) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(interval)
+    os._exit(1)
 
 
 class RayExecutor(Executor):
@@ -173,9 +233,17 @@ class RayExecutor(Executor):
 
     name = "ray"
 
-    def __init__(self, workers: int = 1, progress: Progress | None = None, *, address: str | None = None):
+    def __init__(
+        self,
+        workers: int = 1,
+        progress: Progress | None = None,
+        *,
+        address: str | None = None,
+        timeout: float | None = None,
+    ):
         super().__init__(workers, progress)
         self.address = address
+        self.timeout = RAY_TIMEOUT if timeout is None else float(timeout)
         self._started = False
 
     def connect(self):
@@ -190,10 +258,16 @@ class RayExecutor(Executor):
                 kwargs["address"] = self.address
             else:
                 kwargs["num_cpus"] = self.workers
+            if self.address:  # a private cluster started here needs no deadline
+                _check_reachable(self.address, self.timeout)
             try:
-                ray.init(**kwargs)
+                if self.address and threading.current_thread() is not threading.main_thread():
+                    _init_in_thread(ray, kwargs, self.timeout, self.address)
+                else:
+                    with _deadline(self.timeout if self.address else None, f"Ray at {self.address}"):
+                        ray.init(**kwargs)
             except ConnectionError as e:
-                raise ConfigError(f"cannot connect to Ray at {self.address}: {e}") from None
+                raise ClusterUnavailableError(f"cannot connect to Ray at {self.address}: {e}") from None
             self._started = True
         return ray
 
@@ -249,6 +323,112 @@ def _apply(fn, item):
     return fn(item)
 
 
+RAY_TIMEOUT = 30.0
+"""Seconds to wait for a Ray cluster before giving up (``--ray-timeout``)."""
+
+
+class ClusterUnavailableError(DwstokError):
+    """The Ray cluster cannot be reached (exit 69, EX_UNAVAILABLE)."""
+
+    exit_code = 69
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """``ray://host:10001`` or ``host:6379`` → (host, port); None for ``auto`` and the like."""
+    rest = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def _check_reachable(address: str, timeout: float) -> None:
+    """Fail fast when nothing answers at ``address``: ``ray.init`` itself retries an
+    unreachable cluster for minutes."""
+    import socket
+
+    hp = _host_port(address)
+    if hp is None:
+        return
+    try:
+        socket.create_connection(hp, timeout=timeout).close()
+    except TimeoutError:
+        raise ClusterUnavailableError(
+            f"cannot reach Ray at {address}: no answer within {timeout:g} s "
+            "(check --ray-address; --ray-timeout or DWSTOK_RAY_TIMEOUT sets the wait)"
+        ) from None
+    except OSError as e:
+        raise ClusterUnavailableError(
+            f"cannot reach Ray at {address}: {e.strerror or e} (check --ray-address and that the cluster runs)"
+        ) from None
+
+
+def _init_in_thread(ray, kwargs: dict[str, Any], timeout: float, address: str) -> None:
+    """``ray.init`` in a helper thread, given up after ``timeout`` (off the main thread
+    there is no SIGALRM). The error then says to abandon the hung thread."""
+    box: dict[str, BaseException] = {}
+
+    def target() -> None:
+        try:
+            ray.init(**kwargs)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            box["error"] = e
+
+    t = threading.Thread(target=target, name="dwstok-ray-init", daemon=True)
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        e = ClusterUnavailableError(
+            f"cannot connect to Ray at {address}: no answer within {timeout:g} s "
+            "(check --ray-address; --ray-timeout or DWSTOK_RAY_TIMEOUT sets the wait)"
+        )
+        e.abandon_threads = True  # the CLI exits without waiting for the hung thread
+        raise e
+    if "error" in box:
+        raise box["error"]
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float | None, what: str):
+    """Raise ClusterUnavailableError when the body runs longer than ``seconds``.
+
+    A port that answers is not yet a Ray cluster that does; ``ray.init`` would wait for
+    it for minutes. SIGALRM interrupts it (main thread, POSIX only; elsewhere no limit).
+    ``ray.init`` also sets its own SIGTERM handler, which would turn SIGTERM into exit
+    15; the caller's handler is put back.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old_term = signal.getsignal(signal.SIGTERM)
+    if seconds is None or not hasattr(signal, "setitimer"):
+        try:
+            yield
+        finally:
+            _restore(signal.SIGTERM, old_term)
+        return
+
+    def on_alarm(signum, frame):
+        raise ClusterUnavailableError(
+            f"cannot connect to {what}: no answer within {seconds:g} s "
+            "(check --ray-address; --ray-timeout or DWSTOK_RAY_TIMEOUT sets the wait)"
+        )
+
+    old_alarm = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        _restore(signal.SIGALRM, old_alarm)
+        _restore(signal.SIGTERM, old_term)
+
+
+def _restore(signum, handler) -> None:
+    if handler is not None:  # None: set outside Python, cannot be put back
+        signal.signal(signum, handler)
+
+
 EXECUTORS = ("local", "ray")
 
 
@@ -258,11 +438,12 @@ def make_executor(
     *,
     address: str | None = None,
     progress: Progress | None = None,
+    ray_timeout: float | None = None,
 ) -> Executor:
     """An executor by name; ``workers`` defaults to the number of CPUs."""
     workers = workers or (os.cpu_count() or 1)
     if name == "local":
         return LocalExecutor(workers, progress)
     if name == "ray":
-        return RayExecutor(workers, progress, address=address)
+        return RayExecutor(workers, progress, address=address, timeout=ray_timeout)
     raise ConfigError(f"unknown executor {name!r}: use one of {', '.join(EXECUTORS)}")

@@ -153,8 +153,14 @@ def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iter
         return
     if isinstance(executor, LocalExecutor):
         import multiprocessing as mp
+        import os
+        from multiprocessing.managers import SyncManager
 
-        manager = mp.get_context("spawn").Manager()
+        from .executors import worker_init
+
+        # The manager's server process dies with this one, as the pool's workers do.
+        manager = SyncManager(ctx=mp.get_context("spawn"))
+        manager.start(worker_init, (os.getpid(),))
         try:
             with _pumped(executor, manager.Queue()) as reporter:
                 yield reporter

@@ -107,10 +107,12 @@ def test_internal_error_and_debug(runner, tmp_path, small_config, small_parquet,
     assert r.stderr == (
         "Error: internal error (RuntimeError: kaboom); rerun with --debug for the traceback and report it\n"
     )
-    r = runner.invoke(cli, ["--debug", *args])
-    assert isinstance(r.exception, RuntimeError)
-    r = runner.invoke(cli, [*args, "--debug"])
-    assert isinstance(r.exception, RuntimeError)
+    # --debug adds the traceback and keeps the exit code.
+    for argv in (["--debug", *args], [*args, "--debug"]):
+        r = runner.invoke(cli, argv)
+        assert r.exit_code == 70
+        assert "Traceback (most recent call last)" in r.stderr
+        assert "RuntimeError: kaboom" in r.stderr
 
 
 def test_console_script_subprocess(tmp_path, small_config, small_parquet):

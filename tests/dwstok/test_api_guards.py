@@ -1,0 +1,70 @@
+"""The Python API under misuse and Ctrl-C: clear errors, a plain KeyboardInterrupt."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    from dwstok.train import train_bpe
+
+    return train_bpe(["hello world, hello there"] * 5, 300)
+
+
+def test_encode_batch_rejects_one_text(tok):
+    with pytest.raises(TypeError, match=r"encode_batch takes a list of texts, got one text"):
+        tok.encode_batch("hello")
+    assert tok.encode_batch(["hello"]) == [tok.encode("hello")]
+
+
+@pytest.mark.parametrize("n", [0, -1, 1.5])
+def test_num_threads_must_be_positive(tok, n):
+    with pytest.raises(ValueError, match="num_threads must be a positive integer"):
+        tok.encode_batch(["a", "b"], num_threads=n)
+
+
+LEARN = """
+import sys
+import numpy as np
+from dwstok.trainer import learn_merges
+rng = np.random.default_rng(0)
+n = 300_000
+data = rng.integers(97, 123, n * 8).astype(np.uint8)
+offsets = np.arange(0, n * 8 + 1, 8, dtype=np.int64)
+weights = rng.integers(1, 1000, n).astype(np.int64)
+learn_merges(data[:80], offsets[:11], weights[:10], 5)  # compile (or load) first
+print("start", flush=True)
+try:
+    learn_merges(data, offsets, weights, 200_000)
+    print("finished")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_learn_merges_is_a_keyboard_interrupt():
+    """Python API: Ctrl-C mid-kernel is a KeyboardInterrupt at once (was a SystemError,
+    or nothing until the kernel finished)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    p = subprocess.Popen([sys.executable, "-c", LEARN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert p.stdout.readline().strip() == "start"
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    try:
+        out, err = p.communicate(timeout=30)  # the whole run takes minutes
+    except subprocess.TimeoutExpired:
+        p.kill()
+        pytest.fail("learn_merges did not stop on SIGINT")
+    assert p.returncode == 0, err
+    assert out.strip() == "KeyboardInterrupt", err
