@@ -106,6 +106,29 @@ class PretokenizeConfig:
 
 
 @dataclass(frozen=True)
+class CountConfig:
+    """How ``count`` reduces the pieces. Pruning (off by default) leaves rare pieces out
+    of ``count/pieces.arrow``, so ``train`` holds fewer: ``min_count`` drops every piece
+    seen fewer than N times in all (HF's ``min_frequency``); ``max_pieces`` keeps the N
+    most frequent, ranked by count (descending), then by bytes (ascending), so at a tie
+    on the boundary the pieces whose bytes sort first are kept. ``partitions`` only
+    bounds memory (pieces are reduced in that many hash partitions; 0 = chosen from the
+    input size) and never changes the output, so it is not hashed."""
+
+    min_count: int | None = None
+    max_pieces: int | None = None
+    partitions: int = 0
+
+    @property
+    def prunes(self) -> bool:
+        return self.min_count is not None or self.max_pieces is not None
+
+    def pruning(self) -> dict[str, int]:
+        """The pruning keys that are set (what the config hash and the model record)."""
+        return {k: v for k, v in (("min_count", self.min_count), ("max_pieces", self.max_pieces)) if v is not None}
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
 
@@ -117,6 +140,7 @@ class Config:
     balance: BalanceConfig = field(default_factory=BalanceConfig)
     corpus: CorpusConfig = field(default_factory=CorpusConfig)
     pretokenize: PretokenizeConfig = field(default_factory=PretokenizeConfig)
+    count: CountConfig = field(default_factory=CountConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -134,6 +158,11 @@ class Config:
         d.pop("source")
         d["special_tokens"] = list(self.special_tokens)
         d["corpus"]["paths"] = list(self.corpus.paths)
+        # Only pruning defines the tokenizer, and only when it is on: a config without it
+        # (every 32.x) hashes and records exactly as before the section existed.
+        d.pop("count")
+        if self.count.prunes:
+            d["count"] = self.count.pruning()
         return d
 
     def hash_of(self, *keys: str) -> str:
@@ -146,7 +175,7 @@ class Config:
         d["pattern"] = self.pattern_string
         d["corpus"].pop("paths")  # where the corpus lives is an input, not config
         if keys:
-            d = {k: d[k] for k in keys}
+            d = {k: d[k] for k in keys if k in d}
         blob = json.dumps(d, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         return hashlib.sha256(blob.encode()).hexdigest()
 
@@ -172,6 +201,7 @@ class Config:
         balance = _balance(r.section("balance"), where)
         corpus = _corpus(r.section("corpus"), where)
         pretok = _pretokenize(r.section("pretokenize"), where)
+        count = _count(r.section("count"), where)
         r.done()
 
         _check_specials(specials, where)
@@ -184,6 +214,7 @@ class Config:
             balance=balance,
             corpus=corpus,
             pretokenize=pretok,
+            count=count,
             source=source,
         )
         if cfg.n_merges < 0:
@@ -444,4 +475,20 @@ def _pretokenize(r: _Reader, where: str) -> PretokenizeConfig:
             f"key 'pretokenize.max_piece_bytes'{where} must be at least 4 (one UTF-8 "
             f"character), got {c.max_piece_bytes}"
         )
+    return c
+
+
+def _count(r: _Reader, where: str) -> CountConfig:
+    c = CountConfig(
+        min_count=r.get("min_count", int),
+        max_pieces=r.get("max_pieces", int),
+        partitions=r.get("partitions", int, 0),
+    )
+    r.done()
+    if c.min_count is not None and c.min_count < 1:
+        raise ConfigError(f"key 'count.min_count'{where} must be at least 1, got {c.min_count}")
+    if c.max_pieces is not None and c.max_pieces < 1:
+        raise ConfigError(f"key 'count.max_pieces'{where} must be at least 1, got {c.max_pieces}")
+    if c.partitions < 0:
+        raise ConfigError(f"key 'count.partitions'{where} must be >= 0 (0 = automatic), got {c.partitions}")
     return c

@@ -86,7 +86,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "bytes": stats["bytes"],
             "unique_pieces": table.num_rows,
             "bytes_by_lang": stats["bytes_by_lang"],
-        },
+        }
+        # count.min_count / max_pieces: what pruning left out (absent when off).
+        | ({"pruning": stats["pruning"]} if "pruning" in stats else {}),
         "balance": {"alpha": config.balance.alpha, "weights": {g: int(weights_by_lang[g]) for g in sorted(weights_by_lang)}},
         "han": han_report,
         "merges_learned": len(result.merges),
