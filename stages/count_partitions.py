@@ -32,18 +32,18 @@ from typing import Any, Callable
 
 import numpy as np
 
-# Automatic K: one partition per this many bytes of (zstd-compressed) pretokenize parts,
-# about 4-5 times as many bytes once decompressed and grouped.
-PART_BYTES = 32 << 20
-MAX_AUTO_PARTITIONS = 64
+# Automatic K: one partition per this many bytes of (zstd-compressed) pretokenize parts
+# (about 10 times as many once decompressed): 6 partitions for 200 MB of text.
+PART_BYTES = 4 << 20
+MAX_AUTO_PARTITIONS = 256
 SAMPLE_SHARDS = 8
 
 
 def auto_partitions(input_bytes: int) -> int:
     """K for ``count.partitions: 0``: grows with the input, 1 for a small corpus.
 
-    >>> auto_partitions(10 << 20), auto_partitions(1 << 30)
-    (1, 32)
+    >>> auto_partitions(1 << 20), auto_partitions(22 << 20), auto_partitions(1 << 40)
+    (1, 6, 256)
     """
     return max(1, min(MAX_AUTO_PARTITIONS, math.ceil(input_bytes / PART_BYTES)))
 
@@ -174,31 +174,33 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
 
 def assemble(paths: list[Path], langs: list[str]):
     """Concatenate the reduced partitions (in order) into one single-chunk table, one
-    column at a time from the memory-mapped spill files; ``binary`` pieces when their
-    bytes fit 32-bit offsets, as the in-memory reduce makes them."""
+    column at a time: each column is copied out of the memory-mapped spill files, which
+    are unmapped before the next (so their pages leave the resident set). ``binary``
+    pieces when their bytes fit 32-bit offsets, as the in-memory reduce makes them."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    srcs = [pa.memory_map(str(p)) for p in paths]
-    parts: list = []
-    try:
-        parts = [ipc.open_file(s).read_all() for s in srcs]
-        names = ["piece", "count"] + [f"lang:{g}" for g in langs]
-        cols = {}
-        for name in names:
-            chunks = [c for t in parts for c in t.column(name).chunks]
-            typ = pa.large_binary() if name == "piece" else pa.int64()
+    names = ["piece", "count"] + [f"lang:{g}" for g in langs]
+    cols = {}
+    for name in names:
+        typ = pa.large_binary() if name == "piece" else pa.int64()
+        srcs = [pa.memory_map(str(p)) for p in paths]
+        try:
+            chunks = []
+            for src in srcs:
+                r = ipc.open_file(src)
+                chunks += [r.get_batch(i).column(name) for i in range(r.num_record_batches)]
             arr = pa.concat_arrays(chunks) if chunks else pa.array([], typ)
-            if name == "piece":
-                data = arr.buffers()[2]
-                if data is None or data.size < 2**31 - 1:
-                    arr = arr.cast(pa.binary())
-            cols[name] = arr
-        return pa.table(cols)
-    finally:
-        del parts
-        for s in srcs:
-            s.close()
+            del chunks
+        finally:
+            for src in srcs:
+                src.close()
+        if name == "piece":
+            data = arr.buffers()[2]
+            if data is None or data.size < 2**31 - 1:
+                arr = arr.cast(pa.binary())
+        cols[name] = arr
+    return pa.table(cols)
 
 
 def prune(wide, *, min_count: int | None = None, max_pieces: int | None = None):

@@ -49,6 +49,14 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
         weights = piece_weights(table, langs, weights_by_lang)
         data, offsets = binary_buffers(table.column("piece"))
+        # The per-language columns (8 bytes a piece each, 33+ groups) are folded into
+        # `weights` now: drop them before the trainer allocates its slots.
+        # Arrow's pool keeps freed pages for itself; hand them back for numpy's arrays.
+        n_unique = table.num_rows
+        del table
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
 
     with Timer() as t_han:
         plan = None
@@ -65,7 +73,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
                 )
 
     executor.progress.note(
-        f"{STAGE}: learning {config.n_merges} merges from {table.num_rows:,} unique pieces"
+        f"{STAGE}: learning {config.n_merges} merges from {n_unique:,} unique pieces"
         + (f" ({len(forced)} forced Han merges first)" if forced else "")
     )
     with Timer() as t_learn:
@@ -84,7 +92,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "count_output_hash": up.output_hash,
             "docs": stats["docs"],
             "bytes": stats["bytes"],
-            "unique_pieces": table.num_rows,
+            "unique_pieces": n_unique,
             "bytes_by_lang": stats["bytes_by_lang"],
         }
         # count.min_count / max_pieces: what pruning left out (absent when off).
@@ -115,7 +123,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "vocab_size": tok.n_vocab,
             "merges": len(result.merges),
             "forced_merges": len(forced),
-            "unique_pieces": table.num_rows,
+            "unique_pieces": n_unique,
             "stopped_early": bool(result.stopped_early),
         },
         timings={"load_s": t_load.seconds, "han_s": t_han.seconds, "learn_s": t_learn.seconds, "write_s": t_write.seconds},
