@@ -135,6 +135,8 @@ def reduce_partitioned(
         for s in sinks:
             s.close()
 
+    # Arrow's allocator keeps freed pages: give the split pass's back before reducing.
+    pa.default_memory_pool().release_unused()
     if on_split_done:
         on_split_done()
     tasks = [{"rows": str(rows_files[i]), "out": str(spill_dir / f"wide-{i:04d}.arrow"), "langs": list(langs)} for i in range(k)]
@@ -169,7 +171,10 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, wide.schema) as w:
             w.write_table(wide)
     Path(task["rows"]).unlink()
-    return {"out": task["out"], "rows": n_in, "unique": wide.num_rows}
+    n_out = wide.num_rows
+    del wide
+    pa.default_memory_pool().release_unused()
+    return {"out": task["out"], "rows": n_in, "unique": n_out}
 
 
 def assemble(paths: list[Path], langs: list[str]):
