@@ -197,3 +197,27 @@ def test_counts_past_2_32_from_count_to_train(tmp_path):
     want = brute_bpe(pieces, [base[p] * 6 * big for p in pieces], 6)
     assert got.merges == want.merges and got.counts.tolist() == want.counts
     assert int(got.counts[0]) > 2**36
+
+
+@pytest.mark.slow  # Ray takes tens of seconds to start on a loaded machine
+def test_ray_reduces_partitions_like_local(tmp_path):
+    """count with K partitions reduced as Ray tasks (a private one-CPU cluster) writes
+    the same bytes as the local run."""
+    ray = pytest.importorskip("ray")
+    from stages.executors import make_executor
+
+    corpus = write_parquet(tmp_path / "c.parquet", docs(4), row_group_size=4)
+    cfg = config(count={"partitions": 5})
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    try:
+        blobs = []
+        for name, ex in (("local", LocalExecutor(1)), ("ray", make_executor("ray", 1))):
+            w = tmp_path / name
+            inp = Inputs(corpus=[corpus], workdir=w)
+            pretokenize.run(cfg, inp, w / "pretokenize", ex)
+            m = count.run(cfg, inp, w / "count", ex)
+            assert m.info["partitions"] == 5
+            blobs.append((w / "count" / "pieces.arrow").read_bytes())
+    finally:
+        ray.shutdown()
+    assert blobs[0] == blobs[1]
