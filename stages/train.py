@@ -145,12 +145,31 @@ def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> n
     from .count import LANG_PREFIX
 
     w = np.zeros(table.num_rows, dtype=np.int64)
+    # numpy wraps int64 silently: bound the sum (Python ints) before computing it. Counts
+    # reach 2**35 at 100 GB and weights 2**20-2**26, far below; a crafted table may not.
+    bound = 0
+    for g in langs:
+        wg = int(weights_by_lang.get(g, 0))
+        if wg and table.num_rows:
+            bound += int(_col_max(table.column(LANG_PREFIX + g))) * wg
+    if bound >= 2**62:
+        raise InputError(
+            f"piece counts times language weights reach {bound:,} (over 2**62): the weighted "
+            "counts would overflow int64; this count/pieces.arrow is not from a real corpus"
+        )
     for g in langs:
         wg = int(weights_by_lang.get(g, 0))
         if wg:
             col = table.column(LANG_PREFIX + g).to_numpy()
             w += col * np.int64(wg)
     return w
+
+
+def _col_max(col) -> int:
+    import pyarrow.compute as pc
+
+    v = pc.max(col).as_py()
+    return int(v or 0)
 
 
 def plan_report(plan) -> dict[str, Any] | None:

@@ -221,3 +221,15 @@ def test_ray_reduces_partitions_like_local(tmp_path):
     finally:
         ray.shutdown()
     assert blobs[0] == blobs[1]
+
+
+def test_weighted_counts_that_would_wrap_int64_are_refused():
+    # 2**43 occurrences times a 2**20 weight is 2**63: numpy would wrap it to a negative
+    # weight without a word.
+    from dwstok.errors import InputError
+    from stages.train import piece_weights
+
+    t = pa.table({"piece": [b"ab"], "count": pa.array([2**43], pa.int64()), "lang:en": pa.array([2**43], pa.int64())})
+    assert piece_weights(t, ["en"], {"en": 2**18}).tolist() == [2**61]
+    with pytest.raises(InputError, match="overflow int64"):
+        piece_weights(t, ["en"], {"en": 2**20})
