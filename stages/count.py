@@ -66,6 +66,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     sizes = [up.outputs[n].bytes for n in parts]
     k = config.count.partitions or auto_partitions(sum(sizes))
     executor.progress.start(STAGE, total_bytes=sum(sizes), total_items=len(parts))
+    dropped: dict[str, int] = {}
     with Timer() as t_reduce:
         wide = reduce_partitioned(
             [up_dir / n for n in parts],
@@ -76,12 +77,20 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             on_part=lambda n: executor.progress.advance(bytes=n, items=1),
             sizes=sizes,
             on_split_done=executor.progress.finish,
+            min_count=config.count.min_count,
+            dropped=dropped,
         )
     _remove_tree(staging.dir / "_partitions")
     with Timer() as t_pivot:
         pruning = None
         if config.count.prunes:
-            wide, pruning = prune(wide, min_count=config.count.min_count, max_pieces=config.count.max_pieces)
+            # min_count was applied inside the partitions; max_pieces needs every count.
+            wide, top = prune(wide, max_pieces=config.count.max_pieces)
+            pruning = config.count.pruning() | {
+                "unique_pieces_before": dropped["unique_pieces_before"],
+                "pieces_dropped": dropped["pieces_dropped"] + top["pieces_dropped"],
+                "occurrences_dropped": dropped["occurrences_dropped"] + top["occurrences_dropped"],
+            }
             stats["pruning"] = pruning
     stats["unique_pieces"] = wide.num_rows
 

@@ -91,11 +91,17 @@ def reduce_partitioned(
     on_part: Callable[[int], None] | None = None,
     sizes: list[int] | None = None,
     on_split_done: Callable[[], None] | None = None,
+    min_count: int | None = None,
+    dropped: dict[str, int] | None = None,
 ):
     """The wide pieces table (as ``count.pivot(count.reduce_parts(...))``), reduced in
     ``k`` range partitions spilled under ``spill_dir``. With an ``executor``, the
     partitions are reduced as its tasks (on Ray, on the cluster; the spill folder must
-    then be visible to the workers, as the stage folders already are)."""
+    then be visible to the workers, as the stage folders already are).
+
+    ``min_count`` drops rare pieces inside each partition (exact: a piece lives in one
+    partition), so the assembled table holds only the pieces kept; ``dropped`` (a dict)
+    receives ``unique_pieces_before``, ``pieces_dropped`` and ``occurrences_dropped``."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
@@ -139,11 +145,18 @@ def reduce_partitioned(
     pa.default_memory_pool().release_unused()
     if on_split_done:
         on_split_done()
-    tasks = [{"rows": str(rows_files[i]), "out": str(spill_dir / f"wide-{i:04d}.arrow"), "langs": list(langs)} for i in range(k)]
+    tasks = [
+        {"rows": str(rows_files[i]), "out": str(spill_dir / f"wide-{i:04d}.arrow"), "langs": list(langs), "min_count": min_count}
+        for i in range(k)
+    ]
     if executor is not None:
         done = list(executor.map(reduce_partition, tasks, label="count: reduce partitions"))
     else:
         done = [reduce_partition(t) for t in tasks]
+    if dropped is not None:
+        dropped["unique_pieces_before"] = sum(d["unique"] for d in done)
+        dropped["pieces_dropped"] = sum(d["pieces_dropped"] for d in done)
+        dropped["occurrences_dropped"] = sum(d["occurrences_dropped"] for d in done)
     return assemble([Path(d["out"]) for d in done], langs)
 
 
@@ -167,14 +180,22 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
     wide = pivot(g, task["langs"])
     wide = wide.set_column(0, "piece", wide.column("piece").cast(pa.large_binary()))
     del g
+    n_unique = wide.num_rows
+    n_drop = occ_drop = 0
+    if task.get("min_count") is not None:
+        c = wide.column("count").to_numpy()
+        keep = c >= task["min_count"]
+        n_drop = int(n_unique - keep.sum())
+        occ_drop = int(c[~keep].sum())
+        if n_drop:
+            wide = wide.filter(pa.array(keep))
     with atomic_path(Path(task["out"])) as tmp:
         with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, wide.schema) as w:
             w.write_table(wide)
     Path(task["rows"]).unlink()
-    n_out = wide.num_rows
     del wide
     pa.default_memory_pool().release_unused()
-    return {"out": task["out"], "rows": n_in, "unique": n_out}
+    return {"out": task["out"], "rows": n_in, "unique": n_unique, "pieces_dropped": n_drop, "occurrences_dropped": occ_drop}
 
 
 def assemble(paths: list[Path], langs: list[str]):

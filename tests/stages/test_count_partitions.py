@@ -233,3 +233,29 @@ def test_weighted_counts_that_would_wrap_int64_are_refused():
     assert piece_weights(t, ["en"], {"en": 2**18}).tolist() == [2**61]
     with pytest.raises(InputError, match="overflow int64"):
         piece_weights(t, ["en"], {"en": 2**20})
+
+
+@pytest.mark.parametrize("k", [1, 3, 10_000])
+def test_min_count_inside_partitions_equals_pruning_the_whole(tmp_path, parts, k):
+    paths, langs = parts
+    ref, report = prune(in_memory(paths, langs), min_count=3)
+    dropped = {}
+    got = reduce_partitioned(paths, langs, tmp_path / "spill", k=k, min_count=3, dropped=dropped)
+    assert got.equals(ref) and 0 < report["pieces_dropped"]
+    assert dropped == {key: report[key] for key in ("unique_pieces_before", "pieces_dropped", "occurrences_dropped")}
+
+
+def test_stage_prunes_both_ways_like_prune(tmp_path):
+    corpus = write_parquet(tmp_path / "c.parquet", docs(4), row_group_size=4)
+    out = {}
+    for name, section in (("off", {}), ("on", {"min_count": 2, "max_pieces": 25, "partitions": 3})):
+        cfg = config(count=section) if section else config()
+        w = tmp_path / name
+        inp = Inputs(corpus=[corpus], workdir=w)
+        pretokenize.run(cfg, inp, w / "pretokenize", LocalExecutor(1))
+        count.run(cfg, inp, w / "count", LocalExecutor(1))
+        out[name] = read_pieces(w / "count" / "pieces.arrow")[0]
+    want, report = prune(out["off"], min_count=2, max_pieces=25)
+    assert out["on"].equals(want.replace_schema_metadata(out["on"].schema.metadata)) and want.num_rows == 25
+    stats = read_json(tmp_path / "on" / "count" / "stats.json")["pruning"]
+    assert stats == report
