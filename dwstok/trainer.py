@@ -141,13 +141,14 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
 
 # Fields of a slot's row: its token (-1 once merged away), the next and previous live
 # slots of its piece (-1 at the ends), the pair that starts at it (-1 at a piece end),
-# and its piece's weight in two 31-bit halves.
-_TOK, _NXT, _PRV, _PID, _WLO, _WHI = range(6)
+# and its piece (whose weight is looked up, not copied into every slot: 20 bytes a
+# slot instead of 24).
+_TOK, _NXT, _PRV, _PID, _PIECE = range(5)
 
 
 @njit
-def _weight(S, p):
-    return (np.int64(S[p, _WHI]) << 31) | np.int64(S[p, _WLO])
+def _weight(S, p, weights):
+    return weights[S[p, _PIECE]]
 
 
 @njit
@@ -199,21 +200,18 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
     for w in range(n_pieces):
         if weights[w] > 0 and offsets[w + 1] - offsets[w] >= 2:
             n_pos += offsets[w + 1] - offsets[w]
-    S = np.empty((n_pos, 6), np.int32)
+    S = np.empty((n_pos, 5), np.int32)
     pos = 0
     for w in range(n_pieces):
         n = offsets[w + 1] - offsets[w]
         if weights[w] <= 0 or n < 2:
             continue
-        w_lo = weights[w] & 0x7FFFFFFF  # weights < 2**62 fit in two int32 fields
-        w_hi = weights[w] >> 31
         s0 = offsets[w]
         for k in range(n):
             S[pos + k, _TOK] = data[s0 + k]
             S[pos + k, _PRV] = pos + k - 1
             S[pos + k, _NXT] = pos + k + 1
-            S[pos + k, _WLO] = w_lo
-            S[pos + k, _WHI] = w_hi
+            S[pos + k, _PIECE] = w
         S[pos, _PRV] = -1
         S[pos + n - 1, _NXT] = -1
         pos += n
@@ -257,7 +255,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
             s = _slot(keys, mask, key)
             keys[s] = key
             vals[s] = q
-        pc[q] += _weight(S, p)
+        pc[q] += _weight(S, p, weights)
         seg_len[q] += 1
         S[p, _PID] = q
     occ = np.empty(max(1024, n_pos + n_pos // 4), np.int32)
@@ -363,7 +361,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
                     p = S[p, _PRV]
             while True:
                 q = S[p, _NXT]
-                wt = _weight(S, p)
+                wt = _weight(S, p, weights)
                 x = S[p, _PRV]
                 y = S[q, _NXT]
                 # Remove the pairs around the site: (x, a), (a, b), (b, y).

@@ -141,6 +141,29 @@ class ExportConfig:
 
 
 @dataclass(frozen=True)
+class CountConfig:
+    """How ``count`` reduces the pieces. Pruning (off by default) leaves rare pieces out
+    of ``count/pieces.arrow``, so ``train`` holds fewer: ``min_count`` drops every piece
+    seen fewer than N times in all (HF's ``min_frequency``); ``max_pieces`` keeps the N
+    most frequent, ranked by count (descending), then by bytes (ascending), so at a tie
+    on the boundary the pieces whose bytes sort first are kept. ``partitions`` only
+    bounds memory (pieces are reduced in that many hash partitions; 0 = chosen from the
+    input size) and never changes the output, so it is not hashed."""
+
+    min_count: int | None = None
+    max_pieces: int | None = None
+    partitions: int = 0
+
+    @property
+    def prunes(self) -> bool:
+        return self.min_count is not None or self.max_pieces is not None
+
+    def pruning(self) -> dict[str, int]:
+        """The pruning keys that are set (what the config hash and the model record)."""
+        return {k: v for k, v in (("min_count", self.min_count), ("max_pieces", self.max_pieces)) if v is not None}
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated build config. Build with ``load_config`` or ``Config.from_dict``."""
 
@@ -154,6 +177,7 @@ class Config:
     pretokenize: PretokenizeConfig = field(default_factory=PretokenizeConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     export: ExportConfig = field(default_factory=ExportConfig)
+    count: CountConfig = field(default_factory=CountConfig)
     source: str | None = field(default=None, compare=False)
 
     @property
@@ -173,6 +197,11 @@ class Config:
         d["corpus"]["paths"] = list(self.corpus.paths)
         if self.train == TrainConfig():
             d.pop("train")  # unset, the config (and its hashes) read as before the key existed
+        # Only pruning defines the tokenizer, and only when it is on: a config without it
+        # (every 32.x) hashes and records exactly as before the section existed.
+        d.pop("count")
+        if self.count.prunes:
+            d["count"] = self.count.pruning()
         return d
 
     def hash_of(self, *keys: str) -> str:
@@ -217,6 +246,7 @@ class Config:
         pretok = _pretokenize(r.section("pretokenize"), where)
         train = _train(r.section("train"), where)
         export = _export(r.section("export"), where)
+        count = _count(r.section("count"), where)
         r.done()
 
         _check_specials(specials, where)
@@ -231,6 +261,7 @@ class Config:
             pretokenize=pretok,
             train=train,
             export=export,
+            count=count,
             source=source,
         )
         _check_export_specials(export, cfg.special_tokens, where)
@@ -658,3 +689,19 @@ def _check_export_specials(export: ExportConfig, specials: Sequence[str], where:
             raise ConfigError(
                 f"key 'export.{flag}'{where} needs the special token {name!r}, which special_tokens lacks"
             )
+
+
+def _count(r: _Reader, where: str) -> CountConfig:
+    c = CountConfig(
+        min_count=r.get("min_count", int),
+        max_pieces=r.get("max_pieces", int),
+        partitions=r.get("partitions", int, 0),
+    )
+    r.done()
+    if c.min_count is not None and c.min_count < 1:
+        raise ConfigError(f"key 'count.min_count'{where} must be at least 1, got {c.min_count}")
+    if c.max_pieces is not None and c.max_pieces < 1:
+        raise ConfigError(f"key 'count.max_pieces'{where} must be at least 1, got {c.max_pieces}")
+    if c.partitions < 0:
+        raise ConfigError(f"key 'count.partitions'{where} must be >= 0 (0 = automatic), got {c.partitions}")
+    return c

@@ -11,6 +11,8 @@ character counts (descending, then by code point), totals, skipped/replaced docu
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ import numpy as np
 from dwstok.errors import InputError
 
 from .config import Config
+from .count_partitions import auto_partitions, prune, reduce_partitioned
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
@@ -39,7 +42,8 @@ UPSTREAM = "pretokenize"
 # The upstream result must have been built with this config in every section
 # that shaped it (its own upstream's included).
 UPSTREAM_KEYS = None
-CONFIG_KEYS = ("pattern",)
+# ``count`` is in the hash only when it prunes (``Config.to_dict`` leaves it out otherwise).
+CONFIG_KEYS = ("pattern", "count")
 LANG_PREFIX = "lang:"
 # Fold the shards' rows into the running total once this many are pending.
 COMPACT_ROWS = 8_000_000
@@ -64,12 +68,35 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if stats["docs"] == 0:
         raise InputError("empty corpus: pretokenize found no documents")
 
-    executor.progress.start(STAGE, total_bytes=sum(up.outputs[n].bytes for n in parts), total_items=len(parts))
+    sizes = [up.outputs[n].bytes for n in parts]
+    k = config.count.partitions or auto_partitions(sum(sizes))
+    executor.progress.start(STAGE, total_bytes=sum(sizes), total_items=len(parts))
+    dropped: dict[str, int] = {}
     with Timer() as t_reduce:
-        table = reduce_parts([up_dir / n for n in parts], langs, on_part=lambda n: executor.progress.advance(bytes=n, items=1), sizes=[up.outputs[n].bytes for n in parts])
-    executor.progress.finish()
+        wide = reduce_partitioned(
+            [up_dir / n for n in parts],
+            langs,
+            staging.dir / "_partitions",
+            k=k,
+            executor=executor if k > 1 else None,
+            on_part=lambda n: executor.progress.advance(bytes=n, items=1),
+            sizes=sizes,
+            on_split_done=executor.progress.finish,
+            min_count=config.count.min_count,
+            dropped=dropped,
+        )
+    _remove_tree(staging.dir / "_partitions")
     with Timer() as t_pivot:
-        wide = pivot(table, langs)
+        pruning = None
+        if config.count.prunes:
+            # min_count was applied inside the partitions; max_pieces needs every count.
+            wide, top = prune(wide, max_pieces=config.count.max_pieces)
+            pruning = config.count.pruning() | {
+                "unique_pieces_before": dropped["unique_pieces_before"],
+                "pieces_dropped": dropped["pieces_dropped"] + top["pieces_dropped"],
+                "occurrences_dropped": dropped["occurrences_dropped"] + top["occurrences_dropped"],
+            }
+            stats["pruning"] = pruning
     stats["unique_pieces"] = wide.num_rows
 
     with Timer() as t_write:
@@ -81,7 +108,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
                     "dwstok.kind": "count-pieces",
                     "dwstok.pattern": config.pattern_string,
                     "dwstok.languages": ",".join(langs),
-                },
+                }
+                | ({"dwstok.pruning": json.dumps(pruning, sort_keys=True)} if pruning else {}),
             ),
             "stats.json": write_json(staging.dir / "stats.json", stats),
         }
@@ -98,12 +126,17 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "languages": len(langs),
             "han_chars": len(stats["han"]),
         },
-        timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "pivot_s": t_pivot.seconds, "write_s": t_write.seconds},
-        info={"pattern": config.pattern_string, "languages": langs},
+        timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "prune_s": t_pivot.seconds, "write_s": t_write.seconds},
+        info={"pattern": config.pattern_string, "languages": langs, "partitions": k}
+        | ({"pruning": pruning} if pruning else {}),
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
         built_with=built_with(config, CONFIG_KEYS, up.built_with),
     )
     return staging.commit(m)
+
+
+def _remove_tree(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,7 +166,8 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def reduce_parts(paths: list[Path], langs: list[str], *, on_part=None, sizes=None):
-    """(piece, lang_id, count) summed over every part, sorted by (piece, lang_id).
+    """(piece, lang_id, count) summed over every part, sorted by (piece, lang_id), all in
+    memory. ``run`` uses ``count_partitions.reduce_partitioned``; this is its reference.
 
     Languages become small integer ids (index into the sorted ``langs``) before the
     group-by: cheaper keys, and sorting by id is sorting by name.

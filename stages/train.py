@@ -59,6 +59,14 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
         weights = piece_weights(table, langs, weights_by_lang)
         data, offsets = binary_buffers(table.column("piece"))
+        # The per-language columns (8 bytes a piece each, 33+ groups) are folded into
+        # `weights` now: drop them before the trainer allocates its slots.
+        # Arrow's pool keeps freed pages for itself; hand them back for numpy's arrays.
+        n_unique = table.num_rows
+        del table
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
 
     with Timer() as t_han:
         plan = None
@@ -75,7 +83,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
                 )
 
     executor.progress.note(
-        f"{STAGE}: learning {config.n_merges} merges from {table.num_rows:,} unique pieces"
+        f"{STAGE}: learning {config.n_merges} merges from {n_unique:,} unique pieces"
         + (f" ({len(forced)} forced Han merges first)" if forced else "")
     )
     with Timer() as t_learn:
@@ -98,9 +106,11 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "count_output_hash": up.output_hash,
             "docs": stats["docs"],
             "bytes": stats["bytes"],
-            "unique_pieces": table.num_rows,
+            "unique_pieces": n_unique,
             "bytes_by_lang": stats["bytes_by_lang"],
-        },
+        }
+        # count.min_count / max_pieces: what pruning left out (absent when off).
+        | ({"pruning": stats["pruning"]} if "pruning" in stats else {}),
         "balance": {"alpha": config.balance.alpha, "weights": {g: int(weights_by_lang[g]) for g in sorted(weights_by_lang)}},
         "han": han_report,
         "merges_learned": len(result.merges),
@@ -128,7 +138,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "vocab_size": tok.n_vocab,
             "merges": len(result.merges),
             "forced_merges": len(forced),
-            "unique_pieces": table.num_rows,
+            "unique_pieces": n_unique,
             "stopped_early": bool(result.stopped_early),
         },
         timings={"load_s": t_load.seconds, "han_s": t_han.seconds, "learn_s": t_learn.seconds, "write_s": t_write.seconds},
@@ -162,8 +172,10 @@ def check_size(config: Config, reached: int, merges: int) -> None:
 
 def _pinned_config(config: Config) -> dict[str, Any]:
     """The config the model records: not where the corpus was, nor ``train.allow_smaller``
-    (it does not change a model, only whether a short one is kept)."""
+    (it does not change a model, only whether a short one is kept), nor the ``export``
+    settings (export reads them from its own config; they change no id)."""
     d = config.to_dict() | {"corpus": None}
+    d.pop("export", None)
     train = {k: v for k, v in d.pop("train", {}).items() if k != "allow_smaller" and v is not None}
     if train:
         d["train"] = train
@@ -181,12 +193,31 @@ def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> n
     from .count import LANG_PREFIX
 
     w = np.zeros(table.num_rows, dtype=np.int64)
+    # numpy wraps int64 silently: bound the sum (Python ints) before computing it. Counts
+    # reach 2**35 at 100 GB and weights 2**20-2**26, far below; a crafted table may not.
+    bound = 0
+    for g in langs:
+        wg = int(weights_by_lang.get(g, 0))
+        if wg and table.num_rows:
+            bound += int(_col_max(table.column(LANG_PREFIX + g))) * wg
+    if bound >= 2**62:
+        raise InputError(
+            f"piece counts times language weights reach {bound:,} (over 2**62): the weighted "
+            "counts would overflow int64; this count/pieces.arrow is not from a real corpus"
+        )
     for g in langs:
         wg = int(weights_by_lang.get(g, 0))
         if wg:
             col = table.column(LANG_PREFIX + g).to_numpy()
             w += col * np.int64(wg)
     return w
+
+
+def _col_max(col) -> int:
+    import pyarrow.compute as pc
+
+    v = pc.max(col).as_py()
+    return int(v or 0)
 
 
 def plan_report(plan) -> dict[str, Any] | None:
