@@ -1,4 +1,14 @@
-"""Run one or more stages from parsed options; print a summary (or ``--json``)."""
+"""Run one or more stages from parsed options; print a summary (or ``--json``).
+
+``--json`` prints one schema for every stage command and ``build``::
+
+    {"schema": "dwstok-run/1", "ok": true, "exit_code": 0, "stages": [<stage record>, ...]}
+
+one record per finished stage (``status`` "done" or "up to date"), and on a failure the
+stages finished before it plus an error record
+``{"stage": ..., "status": "error", "exit_code": N, "error": "..."}``, with the same
+exit code and message as the ``Error:`` line on stderr.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +37,40 @@ def run_stages(
     wait: bool = False,
     wait_timeout: float | None = None,
     ray_timeout: float | None = None,
+    quiet: bool = False,
+    verbose: int = 0,
 ) -> list[dict[str, Any]]:
+    summaries: list[dict[str, Any]] = []
+    running: list[str | None] = [None]
+    try:
+        _run(stages, summaries, running, config=config, corpus=corpus, workdir=workdir, workers=workers,
+             executor=executor, ray_address=ray_address, on_invalid=on_invalid, as_json=as_json,
+             overrides=overrides, wait=wait, wait_timeout=wait_timeout, ray_timeout=ray_timeout,
+             quiet=quiet, verbose=verbose)
+    except BaseException as e:
+        if as_json and not isinstance(e, (SystemExit, click.exceptions.Exit)):
+            from .errors import classify
+
+            message, code = classify(e)
+            record = {"stage": running[0], "status": "error", "exit_code": code, "error": message}
+            click.echo(run_json(summaries + [record], code))
+        raise
+    if as_json:
+        click.echo(run_json(summaries, 0))
+    return summaries
+
+
+SCHEMA = "dwstok-run/1"
+
+
+def run_json(records: list[dict[str, Any]], code: int) -> str:
+    """The ``--json`` document (schema ``dwstok-run/1``)."""
+    doc = {"schema": SCHEMA, "ok": code == 0, "exit_code": code, "stages": records}
+    return json.dumps(doc, indent=1, ensure_ascii=False)
+
+
+def _run(stages, summaries, running, *, config, corpus, workdir, workers, executor, ray_address, on_invalid,
+         as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose) -> None:
     from stages import Inputs, get_run
     from stages.config import load_config
     from stages.executors import make_executor
@@ -42,20 +85,20 @@ def run_stages(
     if ray_address:
         executor = "ray"
     inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir)
-    progress = make_progress()
-    summaries = []
+    progress = make_progress(enabled=not quiet)
     # The whole run holds the workdir: stages of two configs never interleave, and no
     # other run's staging files are cleaned away under it.
     lock = workdir_lock(
         workdir,
         wait=wait or wait_timeout is not None,
         timeout=wait_timeout,
-        on_wait=lambda msg: click.echo(msg, err=True),
+        on_wait=lambda msg: None if quiet else click.echo(msg, err=True),
     )
 
     def work() -> None:
         with lock, make_executor(executor, workers, address=ray_address, progress=progress, ray_timeout=ray_timeout) as ex:
             for stage in stages:
+                running[0] = stage
                 run = get_run(stage)
                 t0 = time.perf_counter()
                 try:
@@ -67,24 +110,24 @@ def run_stages(
                     raise
                 s = summary(stage, m, time.perf_counter() - t0, ex.describe())
                 summaries.append(s)
-                if not as_json:
+                running[0] = None
+                if not as_json and not quiet:
                     click.echo(summary_line(s))
+                    if verbose:
+                        click.echo(detail_lines(s))
 
     # After Ctrl-C the CLI leaves with os._exit (see run_in_thread); multiprocessing's
     # resource tracker then unlinks the pool's semaphores, and should not print a
     # warning about each under the one error line. (It takes its warning filters
     # from sys.warnoptions.)
-    quiet = "ignore::UserWarning:multiprocessing.resource_tracker"
-    if quiet not in sys.warnoptions:
-        sys.warnoptions.append(quiet)
+    hush = "ignore::UserWarning:multiprocessing.resource_tracker"
+    if hush not in sys.warnoptions:
+        sys.warnoptions.append(hush)
     try:
         run_in_thread(work)
     except KeyboardInterrupt:
         progress.finish(ok=False)  # restore the terminal before the error line
         raise
-    if as_json:
-        click.echo(json.dumps(summaries if len(summaries) > 1 else summaries[0], indent=1, ensure_ascii=False))
-    return summaries
 
 
 def summary(stage: str, m, seconds: float, executor: str) -> dict[str, Any]:
@@ -101,6 +144,16 @@ def summary(stage: str, m, seconds: float, executor: str) -> dict[str, Any]:
         "timings": m.timings,
         "outputs": {k: {"sha256": v.sha256, "bytes": v.bytes} for k, v in m.outputs.items()},
     }
+
+
+def detail_lines(s: dict[str, Any]) -> str:
+    """``-v``: the hashes, executor and timings under a stage's summary line."""
+    timings = ", ".join(f"{k} {v:.2f}s" for k, v in s["timings"].items() if isinstance(v, (int, float)))
+    lines = [
+        f"  config {s['config_hash'][:16]}, inputs {s['inputs_hash'][:16]}, output {s['output_hash'][:16]}",
+        f"  executor {s['executor']}" + (f"; {timings}" if timings else ""),
+    ]
+    return "\n".join(lines)
 
 
 # Count names that read badly as "<number> <name>".
