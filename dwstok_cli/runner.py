@@ -39,6 +39,8 @@ def run_stages(
     ray_timeout: float | None = None,
     quiet: bool = False,
     verbose: int = 0,
+    model: str | None = None,
+    out: str | None = None,
 ) -> list[dict[str, Any]]:
     summaries: list[dict[str, Any]] = []
     running: list[str | None] = [None]
@@ -46,7 +48,7 @@ def run_stages(
         _run(stages, summaries, running, config=config, corpus=corpus, workdir=workdir, workers=workers,
              executor=executor, ray_address=ray_address, on_invalid=on_invalid, as_json=as_json,
              overrides=overrides, wait=wait, wait_timeout=wait_timeout, ray_timeout=ray_timeout,
-             quiet=quiet, verbose=verbose)
+             quiet=quiet, verbose=verbose, model=model, out=out)
     except BaseException as e:
         if as_json and not isinstance(e, (SystemExit, click.exceptions.Exit)):
             from .errors import classify
@@ -70,7 +72,7 @@ def run_json(records: list[dict[str, Any]], code: int) -> str:
 
 
 def _run(stages, summaries, running, *, config, corpus, workdir, workers, executor, ray_address, on_invalid,
-         as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose) -> None:
+         as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose, model, out) -> None:
     from stages import Inputs, get_run
     from stages.config import load_config
     from stages.executors import make_executor
@@ -84,12 +86,17 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
         cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, on_invalid=on_invalid))
     if ray_address:
         executor = "ray"
-    inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir)
+    inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir, model=model)
+
+    def out_dir(stage: str) -> Path:
+        # --out (encode-shards): its own folder, locked through its parent
+        return Path(out) if out is not None else Path(workdir) / stage
+
     progress = make_progress(enabled=not quiet)
     # The whole run holds the workdir: stages of two configs never interleave, and no
     # other run's staging files are cleaned away under it.
     lock = workdir_lock(
-        workdir,
+        Path(out).resolve().parent if out is not None else workdir,
         wait=wait or wait_timeout is not None,
         timeout=wait_timeout,
         on_wait=lambda msg: None if quiet else click.echo(msg, err=True),
@@ -102,11 +109,11 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
                 run = get_run(stage)
                 t0 = time.perf_counter()
                 try:
-                    m = run(cfg, inputs, Path(workdir) / stage, ex)
+                    m = run(cfg, inputs, out_dir(stage), ex)
                 except OSError as e:
                     # A full disk reported by a write() names no file: name the stage folder.
                     if getattr(e, "filename", None) is None:
-                        e.dwstok_path = Path(workdir) / stage
+                        e.dwstok_path = out_dir(stage)
                     raise
                 s = summary(stage, m, time.perf_counter() - t0, ex.describe())
                 summaries.append(s)
