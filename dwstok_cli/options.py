@@ -37,8 +37,21 @@ def stage_options(fn):
             "corpus",
             multiple=True,
             type=click.Path(),
-            help="Corpus file or folder (Parquet, JSONL, JSONL.zst, JSONL.gz, txt); repeatable. "
-            "Default: corpus.paths in the config.",
+            help="Corpus file, folder, glob or fsspec URL (Parquet, JSONL, txt; JSONL and txt also "
+            ".gz/.bz2/.zst/.xz/.lz4); repeatable. Default: corpus.paths in the config.",
+        ),
+        click.option(
+            "--skip-unknown",
+            is_flag=True,
+            default=None,
+            help="Skip (with a warning) a folder's files of unknown format instead of stopping (corpus.skip_unknown).",
+        ),
+        click.option(
+            "--max-bytes",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Read a deterministic sample of about N bytes (whole shards) for a trial run (corpus.max_bytes).",
         ),
         click.option(
             "--workdir",

@@ -41,6 +41,8 @@ def run_stages(
     verbose: int = 0,
     model: str | None = None,
     out: str | None = None,
+    skip_unknown: bool | None = None,
+    max_bytes: int | None = None,
 ) -> list[dict[str, Any]]:
     summaries: list[dict[str, Any]] = []
     running: list[str | None] = [None]
@@ -48,7 +50,8 @@ def run_stages(
         _run(stages, summaries, running, config=config, corpus=corpus, workdir=workdir, workers=workers,
              executor=executor, ray_address=ray_address, on_invalid=on_invalid, as_json=as_json,
              overrides=overrides, wait=wait, wait_timeout=wait_timeout, ray_timeout=ray_timeout,
-             quiet=quiet, verbose=verbose, model=model, out=out)
+             quiet=quiet, verbose=verbose, model=model, out=out,
+             corpus_options={"on_invalid": on_invalid, "skip_unknown": skip_unknown, "max_bytes": max_bytes})
     except BaseException as e:
         if as_json and not isinstance(e, (SystemExit, click.exceptions.Exit)):
             from .errors import classify
@@ -65,6 +68,33 @@ def run_stages(
 SCHEMA = "dwstok-run/1"
 
 
+def show_corpus_warnings(*, quiet: bool = False) -> None:
+    """Print ``stages.corpus.CorpusWarning`` as one ``Warning: ...`` line (none under -q)."""
+    import warnings
+
+    from stages.corpus import CorpusWarning
+
+    previous = warnings.showwarning
+    if getattr(previous, "dwstok", False):
+        previous = previous.previous
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if issubclass(category, CorpusWarning):
+            if not quiet:
+                click.echo(f"Warning: {message}", err=True)
+            return
+        previous(message, category, filename, lineno, file, line)
+
+    show.dwstok, show.previous = True, previous
+    warnings.showwarning = show
+
+
+def with_corpus_options(cfg, **options):
+    """The config with the corpus options given on the command line (None: as configured)."""
+    given = {k: v for k, v in options.items() if v is not None}
+    return cfg.replace(corpus=dataclasses.replace(cfg.corpus, **given)) if given else cfg
+
+
 def run_json(records: list[dict[str, Any]], code: int) -> str:
     """The ``--json`` document (schema ``dwstok-run/1``)."""
     doc = {"schema": SCHEMA, "ok": code == 0, "exit_code": code, "stages": records}
@@ -72,7 +102,7 @@ def run_json(records: list[dict[str, Any]], code: int) -> str:
 
 
 def _run(stages, summaries, running, *, config, corpus, workdir, workers, executor, ray_address, on_invalid,
-         as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose, model, out) -> None:
+         as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose, model, out, corpus_options) -> None:
     from stages import Inputs, get_run
     from stages.config import load_config
     from stages.executors import make_executor
@@ -81,9 +111,8 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
     from .errors import run_in_thread
     from .progress import make_progress
 
-    cfg = load_config(config, overrides=overrides)
-    if on_invalid:
-        cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, on_invalid=on_invalid))
+    cfg = with_corpus_options(load_config(config, overrides=overrides), **corpus_options)
+    show_corpus_warnings(quiet=quiet)
     if ray_address:
         executor = "ray"
     inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir, model=model)

@@ -13,12 +13,14 @@ from .options import set_option
 @click.argument("config", type=click.Path(dir_okay=False))
 @click.option("--corpus", multiple=True, type=click.Path(), help="As for build (default: corpus.paths in the config).")
 @click.option("--workdir", type=click.Path(file_okay=False), default="work", show_default=True)
+@click.option("--skip-unknown", is_flag=True, default=None, help="As for build.")
+@click.option("--max-bytes", type=click.IntRange(min=1), default=None, metavar="N", help="As for build.")
 @click.option("--wait", is_flag=True, help="When a dwstok run holds the workdir, wait for it instead of stopping (exit 75).")
 @click.option("--json", "as_json", is_flag=True, help='Print {"schema": "dwstok-status/1", "stages": [...]}.')
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing; the exit code says it all.")
 @set_option
 @click.pass_context
-def command(ctx, config, corpus, workdir, wait, as_json, quiet, overrides):
+def command(ctx, config, corpus, workdir, skip_unknown, max_bytes, wait, as_json, quiet, overrides):
     """Say, per stage, whether `dwstok build CONFIG` would run it and why: up to date, or
     would run (missing, config changed, inputs changed, corrupt, upstream would run).
 
@@ -32,7 +34,9 @@ def command(ctx, config, corpus, workdir, wait, as_json, quiet, overrides):
     from stages.lock import workdir_lock
     from stages.status import stage_status
 
-    cfg = load_config(config, overrides=overrides)
+    from .runner import with_corpus_options
+
+    cfg = with_corpus_options(load_config(config, overrides=overrides), skip_unknown=skip_unknown, max_bytes=max_bytes)
     inputs = Inputs(corpus=tuple(corpus) or cfg.corpus.paths, workdir=workdir)
     if Path(workdir).is_dir():
         # a run mid-swap would show half its result: read while no run holds the workdir

@@ -85,3 +85,15 @@ def test_workers_default_to_the_cpus_this_process_may_use(monkeypatch):
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
     with ex.make_executor("local") as e:
         assert e.workers == 1
+
+
+def test_unknown_files_in_a_corpus_folder(runner, tmp_path, small_config):
+    d = tmp_path / "data"
+    d.mkdir()
+    (d / "a.jsonl").write_text('{"text": "hello"}\n')
+    (d / "b.json").write_text("[]")
+    r = invoke(runner, "pretokenize", small_config, "--corpus", d, "--workdir", tmp_path / "w")
+    assert r.exit_code == 3 and r.stderr.startswith(f"Error: {d} holds 1 file(s) of unknown corpus format: b.json ")
+    r = invoke(runner, "pretokenize", small_config, "--corpus", d, "--workdir", tmp_path / "w", "--skip-unknown", "--max-bytes", 5)
+    assert r.exit_code == 0, r.output
+    assert f"Warning: {d}: skipped 1 file(s) of unknown format: b.json" in r.stderr.splitlines()
