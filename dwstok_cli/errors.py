@@ -168,6 +168,34 @@ def describe(exc: BaseException) -> tuple[str, int] | None:
     return None
 
 
+def classify(exc: BaseException) -> tuple[str, int]:
+    """(the one-line message, the exit code) the CLI reports for ``exc``; ``--json``
+    records the same in its error record.
+
+    >>> from dwstok.errors import InputError
+    >>> classify(InputError("no corpus given"))
+    ('no corpus given', 3)
+    """
+    from dwstok.errors import DwstokError
+
+    if isinstance(exc, KeyboardInterrupt):
+        if isinstance(exc, Terminated):
+            return "terminated (SIGTERM); finished work is kept: re-run to resume", TERMINATED
+        return "interrupted; finished work is kept: re-run to resume", INTERRUPTED
+    if isinstance(exc, click.ClickException):
+        return exc.format_message(), exc.exit_code
+    if isinstance(exc, DwstokError):
+        return _one_line(str(exc)), exit_code(exc)
+    known = describe(exc)
+    if known is not None:
+        return known
+    return (
+        f"internal error ({type(exc).__name__}: {_one_line(str(exc))}); "
+        "rerun with --debug for the traceback and report it",
+        INTERNAL,
+    )
+
+
 class ErrorHandlingGroup(click.Group):
     """A click group whose commands' exceptions become one error line."""
 
@@ -182,30 +210,17 @@ class ErrorHandlingGroup(click.Group):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             ctx.exit(141)
         except KeyboardInterrupt as e:
-            code = TERMINATED if isinstance(e, Terminated) else INTERRUPTED
+            message, code = classify(e)
             _show_traceback(ctx)
-            what = "terminated (SIGTERM)" if code == TERMINATED else "interrupted"
-            click.echo(f"Error: {what}; finished work is kept: re-run to resume", err=True)
+            click.echo(f"Error: {message}", err=True)
             _leave(ctx, code)
         except Exception as e:  # noqa: BLE001 - the CLI boundary
-            from dwstok.errors import DwstokError
-
+            message, code = classify(e)
             _show_traceback(ctx)
-            if isinstance(e, DwstokError):
-                click.echo(f"Error: {_one_line(str(e))}", err=True)
-                if getattr(e, "abandon_threads", False):
-                    _abandoned.set()
-                _leave(ctx, exit_code(e))
-            known = describe(e)
-            if known is not None:
-                click.echo(f"Error: {known[0]}", err=True)
-                ctx.exit(known[1])
-            click.echo(
-                f"Error: internal error ({type(e).__name__}: {_one_line(str(e))}); "
-                "rerun with --debug for the traceback and report it",
-                err=True,
-            )
-            ctx.exit(INTERNAL)
+            click.echo(f"Error: {message}", err=True)
+            if getattr(e, "abandon_threads", False):
+                _abandoned.set()
+            _leave(ctx, code)
 
 
 def _show_traceback(ctx: click.Context) -> None:

@@ -13,12 +13,19 @@ import click
 @click.argument("artifact", type=click.Path())
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of aligned text.")
 def command(artifact: str, as_json: bool) -> None:
-    """Describe ARTIFACT: a stage folder, a _manifest.json, a model.json, a part-NNNNN.arrow,
-    count/pieces.arrow, stats.json, index.json, tokenizer.json, tokenizer_config.json,
-    tiktoken.json or a .tiktoken file."""
+    """Describe ARTIFACT: a workdir (one line per stage: status, age), a stage folder, a
+    _manifest.json, a model.json, a part-NNNNN.arrow, count/pieces.arrow, stats.json,
+    index.json, tokenizer.json, tokenizer_config.json, tiktoken.json, a .tiktoken file, or a
+    corpus file (.parquet, .jsonl, .jsonl.zst, .jsonl.gz, .txt: documents, bytes, languages)."""
     d = describe(Path(artifact))
     if as_json:
         click.echo(json.dumps(d, indent=1, ensure_ascii=False))
+        return
+    if d.get("kind") == "dwstok workdir":
+        from .info_more import workdir_lines
+
+        for line in workdir_lines(d):
+            click.echo(line)
         return
     width = max(map(len, d))
     for k, v in d.items():
@@ -42,8 +49,18 @@ def describe(p: Path) -> dict[str, Any]:
     if p.is_dir():
         if (p / MANIFEST).is_file():
             return _manifest(p / MANIFEST)
+        from .info_more import is_workdir, workdir
+
+        if is_workdir(p):
+            return workdir(p)
         raise InputError(f"{p} is a folder without a {MANIFEST}: not a finished stage output")
     name = p.name
+    from stages.corpus import kind_of
+
+    if kind_of(p) is not None:
+        from .info_more import corpus_file
+
+        return corpus_file(p)
     if name == MANIFEST:
         return _manifest(p)
     if name.endswith(".arrow"):

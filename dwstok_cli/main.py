@@ -10,7 +10,9 @@ import click
 
 from .errors import ErrorHandlingGroup
 
-CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+# auto_envvar_prefix: every option also reads DWSTOK_<COMMAND>_<OPTION>, e.g.
+# DWSTOK_BUILD_WORKERS=4 or DWSTOK_BUILD_WORKDIR=/scratch/w (for cron and CI).
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "auto_envvar_prefix": "DWSTOK"}
 
 
 @click.group(cls=ErrorHandlingGroup, context_settings=CONTEXT)
@@ -29,10 +31,10 @@ def cli(ctx: click.Context, debug: bool) -> None:
 
 
 def _register() -> None:
-    from . import build, config_cmd, count, encode, encode_shards, export, info, page, pretokenize, train, verify
+    from . import build, config_cmd, count, encode, encode_shards, export, info, page, pretokenize, status, train, verify
     from . import eval as evaluate
 
-    for mod in (pretokenize, count, train, export, encode_shards, build, info, verify, evaluate, encode, page, config_cmd):
+    for mod in (pretokenize, count, train, export, encode_shards, build, status, info, verify, evaluate, encode, page, config_cmd):
         cli.add_command(mod.command)
 
 

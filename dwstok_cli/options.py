@@ -28,7 +28,8 @@ def set_option(fn):
 
 
 def stage_options(fn):
-    """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--ray-timeout/--wait/--on-invalid/--json."""
+    """CONFIG plus --corpus/--workdir/--workers/--executor/--ray-address/--ray-timeout/--wait/
+    --on-invalid/--json/-q/-v."""
     decorators = [
         click.argument("config", type=click.Path(dir_okay=False)),
         click.option(
@@ -36,8 +37,21 @@ def stage_options(fn):
             "corpus",
             multiple=True,
             type=click.Path(),
-            help="Corpus file or folder (Parquet, JSONL, JSONL.zst, JSONL.gz, txt); repeatable. "
-            "Default: corpus.paths in the config.",
+            help="Corpus file, folder, glob or fsspec URL (Parquet, JSONL, txt; JSONL and txt also "
+            ".gz/.bz2/.zst/.xz/.lz4); repeatable. Default: corpus.paths in the config.",
+        ),
+        click.option(
+            "--skip-unknown",
+            is_flag=True,
+            default=None,
+            help="Skip (with a warning) a folder's files of unknown format instead of stopping (corpus.skip_unknown).",
+        ),
+        click.option(
+            "--max-bytes",
+            type=click.IntRange(min=1),
+            default=None,
+            metavar="N",
+            help="Read a deterministic sample of about N bytes (whole shards) for a trial run (corpus.max_bytes).",
         ),
         click.option(
             "--workdir",
@@ -46,7 +60,12 @@ def stage_options(fn):
             show_default=True,
             help="Where stage outputs go (<workdir>/<stage>/).",
         ),
-        click.option("--workers", type=click.IntRange(min=1), default=None, help="Parallel workers [default: CPU count]."),
+        click.option(
+            "--workers",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Parallel workers [default: the CPUs this process may use (sched_getaffinity)].",
+        ),
         click.option(
             "--executor",
             type=click.Choice(EXECUTORS),
@@ -82,7 +101,15 @@ def stage_options(fn):
             default=None,
             help="Invalid UTF-8 in the corpus: stop (default), skip the document, or replace with U+FFFD.",
         ),
-        click.option("--json", "as_json", is_flag=True, help="Print a machine-readable JSON summary on stdout."),
+        click.option(
+            "--json",
+            "as_json",
+            is_flag=True,
+            help='Print a JSON summary on stdout (schema "dwstok-run/1": a list of stage records, '
+            "and an error record with its exit code when a stage fails).",
+        ),
+        click.option("-q", "--quiet", is_flag=True, help="Print errors only (no progress, no summary lines)."),
+        click.option("-v", "--verbose", count=True, help="Also print each stage's hashes, executor and timings."),
         click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True, help="Show tracebacks on errors."),
     ]
     for d in reversed(decorators):

@@ -10,7 +10,8 @@ import time
 
 
 def make_progress(*, enabled: bool = True, stream=None):
-    """Rich bars when ``stream`` (stderr) is a terminal, plain lines when not."""
+    """Rich bars when ``stream`` (stderr) is a terminal, plain timestamped lines when not;
+    nothing when not ``enabled`` (``--quiet``)."""
     from stages.executors import Progress
 
     stream = stream or sys.stderr
@@ -36,14 +37,16 @@ def _base():
 
 
 class PlainProgress(_base()):
-    """One line per finished item (shard), flushed at once, for cron and CI logs:
+    """One line per finished item (shard), flushed at once, for cron and CI logs, each
+    stamped with the UTC time (``timestamps=False`` leaves it off):
 
-    ``pretokenize: 3/22 shards, 27.0 MB, 6,021 docs, 9.1 MB/s, ETA 0:00:19``
+    ``2026-12-02T02:20:01Z pretokenize: 3/22 shards, 27.0 MB, 6,021 docs, 9.1 MB/s, ETA 0:00:19``
     """
 
-    def __init__(self, stream, min_interval: float = 0.0):
+    def __init__(self, stream, min_interval: float = 0.0, *, timestamps: bool = True):
         self.stream = stream
         self.min_interval = min_interval
+        self.timestamps = timestamps
         self.label = ""
 
     def start(self, label, *, total_bytes=None, total_items=None):
@@ -79,6 +82,8 @@ class PlainProgress(_base()):
         self._line(message)
 
     def _line(self, s: str) -> None:
+        if self.timestamps:
+            s = time.strftime("%Y-%m-%dT%H:%M:%SZ ", time.gmtime()) + s
         self.stream.write(s + "\n")
         self.stream.flush()
 

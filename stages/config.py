@@ -91,6 +91,12 @@ class CorpusConfig:
     # file is never split: it is one document, read whole.
     split_bytes: int = 64 << 20
     paths: tuple[str, ...] = ()
+    # Files of unknown format found in a corpus folder: an error naming them, or (True)
+    # a warning and skipped. Which files are read is part of the inputs hash, not config.
+    skip_unknown: bool = False
+    # Read only a deterministic sample of about this many bytes (whole shards; None: all).
+    # The shards chosen are part of the inputs hash, not config.
+    max_bytes: int | None = None
 
 
 # The longest pretoken of a 200 MB multilingual corpus (and its dev split) is an 8,759-byte line of
@@ -213,6 +219,9 @@ class Config:
         d = self.to_dict()
         d["pattern"] = self.pattern_string
         d["corpus"].pop("paths")  # where the corpus lives is an input, not config
+        # which files and shards are read is hashed with the inputs (corpus_fingerprint)
+        d["corpus"].pop("skip_unknown")
+        d["corpus"].pop("max_bytes")
         if "train" in d:  # allow_smaller decides whether a short model is kept, not its bytes
             d["train"].pop("allow_smaller")
             if not d["train"] or d["train"] == {"max_token_bytes": None}:
@@ -321,7 +330,7 @@ def load_config(path: str | Path, *, overrides: Sequence[str] = ()) -> Config:
     cfg = Config.from_dict(raw, source=source)
     if cfg.corpus.paths:
         base = Path.cwd() if any(_override_key(o) == "corpus.paths" for o in overrides) else p.parent
-        paths = tuple(str((base / q).resolve()) for q in cfg.corpus.paths)
+        paths = tuple(q if "://" in q else str((base / q).resolve()) for q in cfg.corpus.paths)
         cfg = cfg.replace(corpus=dataclasses.replace(cfg.corpus, paths=paths))
     return cfg
 
@@ -569,8 +578,12 @@ def _corpus(r: _Reader, where: str) -> CorpusConfig:
         shard_bytes=r.get("shard_bytes", int, 4_000_000),
         split_bytes=r.get("split_bytes", int, 64 << 20),
         paths=tuple(r.get("paths", list, [])),
+        skip_unknown=r.get("skip_unknown", bool, False),
+        max_bytes=r.get("max_bytes", int),
     )
     r.done()
+    if c.max_bytes is not None and c.max_bytes <= 0:
+        raise ConfigError(f"key 'corpus.max_bytes'{where} must be positive")
     if c.on_invalid not in ON_INVALID:
         raise ConfigError(
             f"key 'corpus.on_invalid'{where} must be one of {', '.join(ON_INVALID)}, "

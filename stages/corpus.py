@@ -1,7 +1,13 @@
 """Corpus readers: plan input shards, then stream each as Arrow batches of (text, lang).
 
-Inputs are Parquet files (consecutive row groups grouped into shards), JSONL, JSONL.zst,
-JSONL.gz and plain text, or folders of them (searched recursively, in sorted order).
+Inputs are Parquet files (consecutive row groups grouped into shards), JSONL and plain
+text, each of the last two possibly compressed (``.gz``, ``.bz2``, ``.zst``, ``.xz``,
+``.lz4``, told by the name's last suffix), or folders of them (searched recursively, in
+sorted order), or glob patterns (``data/**/*.parquet``). A path may be any fsspec URL
+(``file://``, ``memory://``, ``s3://``, ``hf://`` ... where the filesystem's package is
+installed). A folder's files of another format are an ``InputError`` naming them, or,
+with ``corpus.skip_unknown``, a ``CorpusWarning`` and skipped. ``corpus.max_bytes``
+reads a deterministic sample of whole shards (see ``sample_shards``).
 Reading is streamed: Parquet by row group and record batch, JSONL in chunks of whole
 lines, so memory stays bounded whatever the corpus size.
 
@@ -41,16 +47,9 @@ from dwstok.errors import InputError
 from .config import CorpusConfig
 from .manifest import file_fingerprint
 
-SUFFIXES = {
-    ".parquet": ("parquet", None),
-    ".pq": ("parquet", None),
-    ".jsonl": ("jsonl", None),
-    ".ndjson": ("jsonl", None),
-    ".jsonl.zst": ("jsonl", "zstd"),
-    ".jsonl.zstd": ("jsonl", "zstd"),
-    ".jsonl.gz": ("jsonl", "gzip"),
-    ".txt": ("txt", None),
-}
+FORMATS = {".parquet": "parquet", ".pq": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".txt": "txt"}
+COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".zst": "zstd", ".zstd": "zstd", ".xz": "xz", ".lz4": "lz4"}
+KNOWN = ".parquet, .jsonl, .ndjson, .txt; JSONL and .txt also .gz, .bz2, .zst, .xz, .lz4"
 CHUNK_BYTES = 16 << 20  # JSONL read size; a chunk always ends on a whole line
 PARQUET_BATCH_ROWS = 1024
 
@@ -98,33 +97,96 @@ class Batch:
     consumed: int = 0  # input bytes read for it, in the units of Shard.bytes (progress)
 
 
+class CorpusWarning(UserWarning):
+    """Files of a corpus folder skipped under ``corpus.skip_unknown``."""
+
+
 def kind_of(path: str | Path) -> tuple[str, str | None] | None:
+    """(format, compression) from the file name, or None for an unknown format.
+
+    >>> kind_of("a.jsonl.gz"), kind_of("b.txt.bz2"), kind_of("c.parquet"), kind_of("d.json")
+    (('jsonl', 'gzip'), ('txt', 'bz2'), ('parquet', None), None)
+    """
     name = str(path).lower()
-    for suf in sorted(SUFFIXES, key=len, reverse=True):
+    comp = None
+    for suf, c in COMPRESSIONS.items():
         if name.endswith(suf):
-            return SUFFIXES[suf]
+            name, comp = name[: -len(suf)], c
+            break
+    for suf, kind in FORMATS.items():
+        if name.endswith(suf):
+            return None if kind == "parquet" and comp else (kind, comp)
     return None
 
 
-def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
-    """Files named or found (recursively, sorted) under the folders named."""
+def is_url(path: str | Path) -> bool:
+    """A path for fsspec (``scheme://...``) rather than the local file system."""
+    return "://" in str(path)
+
+
+def _local(path: str) -> str:
+    """``file://`` URLs as plain local paths (one fingerprint for one file)."""
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def _fs(url: str):
+    import fsspec
+
+    try:
+        return fsspec.core.url_to_fs(url)
+    except (ImportError, ValueError) as e:
+        raise InputError(f"cannot open {url}: {e}") from None
+
+
+def _has_magic(p: str) -> bool:
+    return any(c in p for c in "*?[")
+
+
+def _unknown(found: list[str], where: str, skip: bool) -> None:
+    if not found:
+        return
+    names = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
+    if skip:
+        import warnings
+
+        warnings.warn(f"{where}: skipped {len(found)} file(s) of unknown format: {names}", CorpusWarning, stacklevel=3)
+        return
+    raise InputError(
+        f"{where} holds {len(found)} file(s) of unknown corpus format: {names} (known: {KNOWN}); "
+        "remove or rename them, name the files you mean, or pass --skip-unknown"
+    )
+
+
+def expand_paths(paths: Sequence[str | Path], *, skip_unknown: bool = False) -> list[str | Path]:
+    """Files named, matched by a glob, or found (recursively, sorted) under the folders
+    named: local ``Path``s, or URL strings for other fsspec file systems."""
+    import glob
+
     if not paths:
         raise InputError("no corpus given: pass --corpus PATH (a file or a folder)")
-    files: list[Path] = []
-    for p in map(Path, paths):
-        if p.is_dir():
-            found = sorted(q for q in p.rglob("*") if q.is_file() and kind_of(q) and not q.name.startswith("."))
+    files: list[str | Path] = []
+    for given in paths:
+        given = _local(str(given))
+        if is_url(given):
+            files.extend(_expand_url(given, skip_unknown))
+            continue
+        p = Path(given)
+        if not p.exists() and _has_magic(given):
+            matched = sorted(Path(q) for q in glob.glob(given, recursive=True) if Path(q).is_file())
+            if not matched:
+                raise InputError(f"corpus pattern {given} matches no files")
+            _unknown([str(q) for q in matched if kind_of(q) is None], given, skip_unknown)
+            files.extend(q for q in matched if kind_of(q))
+        elif p.is_dir():
+            found = sorted(q for q in p.rglob("*") if q.is_file() and not q.name.startswith("."))
+            _unknown([str(q.relative_to(p)) for q in found if kind_of(q) is None], str(p), skip_unknown)
+            found = [q for q in found if kind_of(q)]
             if not found:
-                raise InputError(
-                    f"{p} holds no corpus files (.parquet, .jsonl, .jsonl.zst, .jsonl.gz, .txt)"
-                )
+                raise InputError(f"{p} holds no corpus files ({KNOWN})")
             files.extend(found)
         elif p.is_file():
             if kind_of(p) is None:
-                raise InputError(
-                    f"{p}: unknown corpus format (expected .parquet, .jsonl, .jsonl.zst, "
-                    ".jsonl.gz or .txt)"
-                )
+                raise InputError(f"{p}: unknown corpus format (known: {KNOWN})")
             files.append(p)
         elif p.exists():
             raise InputError(f"{p} is not a regular file or folder")
@@ -133,13 +195,95 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
     return files
 
 
+def _expand_url(url: str, skip_unknown: bool) -> list[str]:
+    fs, root = _fs(url)
+    try:
+        if _has_magic(root):
+            found = sorted(q for q in fs.glob(root) if fs.isfile(q))
+            if not found:
+                raise InputError(f"corpus pattern {url} matches no files")
+        elif fs.isdir(root):
+            found = sorted(q for q in fs.find(root) if not q.rsplit("/", 1)[-1].startswith("."))
+            if not [q for q in found if kind_of(q)]:
+                _unknown([q for q in found if kind_of(q) is None], url, skip_unknown)
+                raise InputError(f"{url} holds no corpus files ({KNOWN})")
+        elif fs.isfile(root):
+            if kind_of(root) is None:
+                raise InputError(f"{url}: unknown corpus format (known: {KNOWN})")
+            found = [root]
+        else:
+            raise InputError(f"corpus file {url} not found")
+    except OSError as e:
+        raise InputError(f"cannot list {url}: {e}") from None
+    _unknown([q for q in found if kind_of(q) is None], url, skip_unknown)
+    return [fs.unstrip_protocol(q) for q in found if kind_of(q)]
+
+
+def _fingerprint(f: str | Path) -> dict[str, Any]:
+    """``file_fingerprint`` for local files; for a URL its size and whatever version
+    marks its file system reports (mtime, ETag)."""
+    if not is_url(f):
+        return file_fingerprint(f)
+    fs, p = _fs(str(f))
+    try:
+        info = fs.info(p)
+    except OSError as e:
+        raise InputError(f"cannot stat {f}: {e}") from None
+    fp: dict[str, Any] = {"path": str(f), "bytes": int(info.get("size") or 0)}
+    for k in ("mtime", "LastModified", "last_modified", "ETag", "etag", "created"):
+        if info.get(k) is not None:
+            fp[k] = str(info[k])
+    return fp
+
+
+def _open_raw(path: str):
+    """A binary file object, local or through fsspec."""
+    if is_url(path):
+        fs, p = _fs(path)
+        return fs.open(p, "rb")
+    return open(path, "rb")
+
+
+def _file_size(f) -> int:
+    try:
+        return os.fstat(f.fileno()).st_size
+    except (OSError, AttributeError, io.UnsupportedOperation):
+        here = f.tell()
+        size = f.seek(0, os.SEEK_END)
+        f.seek(here)
+        return size
+
+
+def sample_shards(shards: list[Shard], max_bytes: int) -> list[Shard]:
+    """A deterministic sample of whole shards holding about ``max_bytes``: shards taken in
+    an order fixed by a hash of their input (spread over files and languages, not the
+    first files only) until the budget is reached, then renumbered in plan order.
+
+    >>> a = Shard(0, "a", "txt", bytes=10); b = Shard(1, "b", "txt", bytes=10)
+    >>> len(sample_shards([a, b], 5)), len(sample_shards([a, b], 15))
+    (1, 2)
+    """
+    import dataclasses
+
+    from .manifest import hash_obj
+
+    order = sorted(shards, key=lambda s: hash_obj({"path": s.path, "rg": s.row_groups, "range": s.byte_range}))
+    chosen, total = set(), 0
+    for s in order:
+        if total >= max_bytes:
+            break
+        chosen.add(s.index)
+        total += s.bytes
+    return [dataclasses.replace(s, index=i) for i, s in enumerate(s for s in shards if s.index in chosen)]
+
+
 def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
     """The shards of a corpus, numbered in a fixed order (files sorted, row groups in
     order), so shard N is the same piece of work whatever the executor."""
     shards: list[Shard] = []
-    for f in expand_paths(paths):
+    for f in expand_paths(paths, skip_unknown=cfg.skip_unknown):
         kind, comp = kind_of(f)
-        fp = file_fingerprint(f)
+        fp = _fingerprint(f)
         if kind != "parquet":
             size = fp["bytes"]
             if kind == "jsonl" and comp is None and size > cfg.split_bytes:
@@ -170,6 +314,8 @@ def plan_shards(paths: Sequence[str | Path], cfg: CorpusConfig) -> list[Shard]:
                 group, size = [], 0
         if group:
             shards.append(Shard(len(shards), str(f), kind, None, tuple(group), size, fp))
+    if cfg.max_bytes is not None:
+        shards = sample_shards(shards, cfg.max_bytes)
     return shards
 
 
@@ -225,6 +371,8 @@ def _parquet_file(path: str | Path):
     import pyarrow.parquet as pq
 
     try:
+        if is_url(path):
+            return pq.ParquetFile(_open_raw(str(path)))
         return pq.ParquetFile(str(path))
     except FileNotFoundError:
         raise InputError(f"corpus file {path} not found") from None
@@ -260,23 +408,31 @@ def _read_parquet(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
 
 
 def _open_stream(shard: Shard):
-    if shard.compression == "zstd":
-        import zstandard
+    raw = _open_raw(shard.path)
+    try:
+        if shard.compression == "zstd":
+            import zstandard
 
-        raw = open(shard.path, "rb")
-        try:
             check_zstd_frames(raw, shard.path)
-        except BaseException:
-            raw.close()
-            raise
-        return raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    if shard.compression == "gzip":
-        import gzip
+            return raw, zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+        if shard.compression == "gzip":
+            import gzip
 
-        raw = open(shard.path, "rb")
-        return raw, gzip.GzipFile(fileobj=raw)
-    f = open(shard.path, "rb")
-    return f, f
+            return raw, gzip.GzipFile(fileobj=raw)
+        if shard.compression is not None:
+            from fsspec.compression import compr
+
+            codec = {"xz": "lzma"}.get(shard.compression, shard.compression)
+            if compr.get(codec) is None:
+                raise InputError(
+                    f"{shard.path}: reading {shard.compression} needs its Python package "
+                    f"(pip install {shard.compression}), or decompress the file"
+                )
+            return raw, compr[codec](raw, mode="rb")
+    except BaseException:
+        raw.close()
+        raise
+    return raw, raw
 
 
 _ZSTD_MAGIC = 0xFD2FB528
@@ -294,7 +450,7 @@ def check_zstd_frames(f, path: str) -> None:
     """
     import zstandard
 
-    size = os.fstat(f.fileno()).st_size
+    size = _file_size(f)
     pos = 0
 
     def cut(frame: int) -> InputError:
@@ -346,6 +502,7 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
     """(offset, bytes, consumed) chunks of the (decompressed) file, each ending where
     ``cut`` says (after a newline), the last one at end of file; ``consumed`` is how far
     the file on disk was read since the previous chunk (compressed bytes for .zst/.gz)."""
+    import lzma
     import zlib
 
     try:
@@ -354,14 +511,14 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
         raise InputError(f"corpus file {shard.path} not found") from None
     except OSError as e:
         raise InputError(f"cannot open {shard.path}: {e}") from None
-    what = {"zstd": "zstd", "gzip": "gzip"}.get(shard.compression or "", "")
+    what = shard.compression or ""
     pos = 0
     carry = b""
     limit = None  # bytes left to read in a split file's shard
     try:
         with raw:
             if shard.byte_range is not None:
-                size = os.fstat(raw.fileno()).st_size
+                size = _file_size(raw)
                 pos = record_start(raw, shard.byte_range[0], size)
                 limit = record_start(raw, shard.byte_range[1], size) - pos
                 raw.seek(pos)
@@ -376,15 +533,15 @@ def _chunks(shard: Shard, cut) -> Iterator[tuple[int, bytes, int]]:
                         f"{shard.path}: truncated or corrupt {what or 'compressed'} data after {pos + len(carry)} "
                         f"decompressed bytes ({e}); copy or write the file again"
                     ) from None
-                except (OSError, zlib.error, ValueError) as e:
+                except (OSError, zlib.error, lzma.LZMAError, ValueError) as e:
                     if what:
                         raise InputError(
                             f"{shard.path}: corrupt {what} data after {pos + len(carry)} "
                             f"decompressed bytes ({e})"
                         ) from None
                     raise InputError(f"cannot read {shard.path}: {e}") from None
-                except Exception as e:  # zstandard.ZstdError is not an OSError
-                    if type(e).__name__ == "ZstdError":
+                except Exception as e:  # zstandard.ZstdError is not an OSError (nor lz4's errors)
+                    if type(e).__name__ == "ZstdError" or (what and type(e).__module__.startswith("lz4")):
                         raise InputError(
                             f"{shard.path}: corrupt zstd data after {pos + len(carry)} "
                             f"decompressed bytes ({e})"
@@ -491,13 +648,8 @@ def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
     import numpy as np
     import pyarrow as pa
 
-    try:
-        with open(shard.path, "rb") as f:
-            chunk = f.read()
-    except FileNotFoundError:
-        raise InputError(f"corpus file {shard.path} not found") from None
-    except OSError as e:
-        raise InputError(f"cannot read {shard.path}: {e}") from None
+    # Read through _chunks: compressed files get its truncation checks.
+    chunk = b"".join(c for _, c, _ in _chunks(shard, len))
     if not chunk:
         return
     lang = pa.array([cfg.default_lang], pa.string())
@@ -520,7 +672,7 @@ def _docs_before(path: str, start: int) -> int:
     if start <= 0:
         return 0
     n = 0
-    with open(path, "rb") as f:
+    with _open_raw(path) as f:
         for line in f:
             n += bool(line.strip())
             start -= len(line)
@@ -615,4 +767,4 @@ def total_bytes(shards: Sequence[Shard]) -> int:
     return sum(s.bytes for s in shards)
 
 
-__all__ = ["Batch", "Shard", "expand_paths", "kind_of", "plan_shards", "read_batches", "total_bytes"]
+__all__ = ["Batch", "CorpusWarning", "Shard", "expand_paths", "kind_of", "plan_shards", "read_batches", "sample_shards", "total_bytes"]

@@ -63,6 +63,28 @@ INDEX = "index.json"
 CONFIG_KEYS = ("version", "pattern", "special_tokens", "corpus")
 
 
+def model_upstream(path: str | Path, config: Config) -> tuple[Path, Manifest, Path]:
+    """(folder, manifest, model file) of an existing model given as ``--model PATH``: a
+    train folder or a ``model.json``. In a train folder (one with its ``_manifest.json``)
+    it is checked like the workdir's own (sha256, config sections); a model.json alone is
+    only checked for version and pattern (on load), and its sha256 stands for its inputs.
+    """
+    from .inputs import Inputs
+    from .manifest import MANIFEST
+
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"--model {p} not found: give a train folder or a model.json")
+    folder, file = (p, p / MODEL_FILE) if p.is_dir() else (p.parent, p)
+    if not file.is_file():
+        raise InputError(f"--model {p}: no {MODEL_FILE} in this folder; give a train folder or a model.json")
+    if (folder / MANIFEST).is_file() and file.name == MODEL_FILE:
+        d, up = Inputs(dirs={UPSTREAM: str(folder)}).upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
+        return d, up, d / MODEL_FILE
+    up = Manifest(stage=UPSTREAM, config_hash="", inputs_hash="", outputs={MODEL_FILE: hash_file(file)})
+    return folder, up, file
+
+
 def load_model(model_path: str | Path, config: Config):
     """The trained model, refused (``PatternMismatchError``) if its version or pattern
     is not the config's."""
@@ -74,9 +96,13 @@ def load_model(model_path: str | Path, config: Config):
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Encode every corpus shard into ``out_dir/part-NNNNN.arrow`` plus ``index.json``."""
     out_dir = Path(out_dir)
-    # refuses a model trained under other config sections (PatternMismatchError)
-    up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
-    model = str((up_dir / MODEL_FILE).resolve())
+    if inputs.model is not None:
+        up_dir, up, model_path = model_upstream(inputs.model, config)
+    else:
+        # refuses a model trained under other config sections (PatternMismatchError)
+        up_dir, up = inputs.upstream(UPSTREAM, config=config, keys=UPSTREAM_KEYS)
+        model_path = up_dir / MODEL_FILE
+    model = str(model_path.resolve())
     with Timer() as t_load:
         # refuses another version/pattern before anything is written; with workers=1
         # the shards run in this process and reuse this very load

@@ -432,6 +432,18 @@ def _restore(signum, handler) -> None:
 EXECUTORS = ("local", "ray")
 
 
+def available_cpus() -> int:
+    """The CPUs this process may run on (``taskset``, cgroup cpusets, Slurm), not the
+    machine's count.
+
+    >>> available_cpus() >= 1
+    True
+    """
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1  # macOS, Windows
+
+
 def make_executor(
     name: str = "local",
     workers: int | None = None,
@@ -440,8 +452,8 @@ def make_executor(
     progress: Progress | None = None,
     ray_timeout: float | None = None,
 ) -> Executor:
-    """An executor by name; ``workers`` defaults to the number of CPUs."""
-    workers = workers or (os.cpu_count() or 1)
+    """An executor by name; ``workers`` defaults to the CPUs this process may use."""
+    workers = workers or available_cpus()
     if name == "local":
         return LocalExecutor(workers, progress)
     if name == "ray":

@@ -16,11 +16,13 @@ from .manifest import Manifest, require
 @dataclass(frozen=True)
 class Inputs:
     """``corpus``: files/folders of documents; ``workdir``: where stage folders live
-    (``<workdir>/<stage>``); ``dirs``: explicit folders overriding that layout."""
+    (``<workdir>/<stage>``); ``dirs``: explicit folders overriding that layout;
+    ``model``: an existing model (train folder or model.json) for encode-shards."""
 
     corpus: tuple[str, ...] = ()
     workdir: str | Path | None = None
     dirs: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
 
     def __post_init__(self):
         object.__setattr__(self, "corpus", tuple(str(p) for p in self.corpus))

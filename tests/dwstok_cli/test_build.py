@@ -16,7 +16,9 @@ def build(runner, cfg, corpus, work, workers):
     args = ["build", str(cfg), "--corpus", str(corpus), "--workdir", str(work), "--workers", str(workers), "--json"]
     r = runner.invoke(cli, args, catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    return json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    assert (doc["schema"], doc["ok"], doc["exit_code"]) == ("dwstok-run/1", True, 0)
+    return doc["stages"]
 
 
 def test_build_all_stages(runner, tmp_path, small_config, small_parquet):

@@ -41,7 +41,7 @@ def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parque
     r = invoke(runner, "pretokenize", small_config, "--corpus", small_parquet, "--workdir", w)
     assert r.stdout == f"pretokenize: up to date ({w / 'pretokenize'})\n"
     r = invoke(runner, "count", small_config, "--workdir", w, "--json")
-    s = json.loads(r.stdout)
+    [s] = json.loads(r.stdout)["stages"]
     assert s["stage"] == "count" and s["status"] == "up to date" and s["counts"]["docs"] == 28
     assert set(s["outputs"]) == {"pieces.arrow", "stats.json"}
 
@@ -91,7 +91,7 @@ def test_invalid_utf8_error_then_skip(runner, tmp_path, small_config):
     )
     r = invoke(runner, "pretokenize", small_config, "--corpus", p, "--workdir", tmp_path / "w", "--on-invalid", "skip", "--json")
     assert r.exit_code == 0
-    assert json.loads(r.stdout)["counts"]["skipped_docs"] == 1
+    assert json.loads(r.stdout)["stages"][0]["counts"]["skipped_docs"] == 1
 
 
 def test_internal_error_and_debug(runner, tmp_path, small_config, small_parquet, monkeypatch):

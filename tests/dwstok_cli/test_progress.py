@@ -10,7 +10,7 @@ class Tty(io.StringIO):
 
 def test_plain_lines_are_complete_and_flushed():
     s = io.StringIO()
-    p = PlainProgress(s)
+    p = PlainProgress(s, timestamps=False)
     p.start("pretokenize", total_bytes=2_000_000, total_items=2)
     p.advance(bytes=1_000_000, docs=10, items=1)
     p.advance(bytes=1_000_000, docs=5, items=1)
@@ -22,6 +22,42 @@ def test_plain_lines_are_complete_and_flushed():
     assert lines[2].startswith("pretokenize: 2/2 shards, 2.0 MB, 15 docs, ") and "ETA" not in lines[2]
     assert lines[3].startswith("pretokenize: done in ")
     assert lines[4] == "count: up to date (w/count)"
+
+
+def test_plain_lines_carry_utc_timestamps():
+    import re
+    import time
+
+    s = io.StringIO()
+    before = time.time()
+    p = make_progress(stream=s)
+    p.start("count", total_bytes=None, total_items=1)
+    p.note("count: up to date (w/count)")
+    after = time.time()
+    lines = s.getvalue().splitlines()
+    assert len(lines) == 2
+    for line in lines:
+        m = re.fullmatch(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ) (count: .*)", line)
+        assert m, line
+        t = time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        assert int(before) - 1 <= t <= after + 1
+    assert lines[1].endswith(" count: up to date (w/count)")
+
+
+def test_rich_bar_fits_80_columns():
+    s = Tty()
+    p = RichProgress(s)
+    p.console.force_terminal = True
+    p.console.width = 80
+    p.start("encode-shards", total_bytes=123_456_789_000, total_items=22)
+    p.advance(bytes=12_345_678_900, docs=1_234_567, items=11)
+    p.finish()
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", s.getvalue())
+    lines = [ln for ln in text.replace("\r", "\n").splitlines() if ln.strip()]
+    assert lines and all(len(ln) <= 80 for ln in lines), lines
+    assert any("encode-shards" in ln and "1,234,567 docs" in ln for ln in lines), lines
 
 
 def test_choice_follows_the_terminal():

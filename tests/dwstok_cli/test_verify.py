@@ -92,7 +92,7 @@ def test_build_rebuilds_a_corrupted_model(runner, built, small_config, small_par
     args = ["build", str(small_config), "--corpus", str(small_parquet), "--workdir", str(built), "--json"]
     r = runner.invoke(cli, args)
     assert r.exit_code == 0, r.output
-    assert [s["status"] for s in json.loads(r.stdout)] == ["up to date", "up to date", "done", "up to date", "up to date"]
+    assert [s["status"] for s in json.loads(r.stdout)["stages"]] == ["up to date", "up to date", "done", "up to date", "up to date"]
     assert model.read_bytes() == good
 
 

@@ -52,8 +52,15 @@ def test_folder_is_searched_in_sorted_order_and_txt_is_one_document(tmp_path):
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "z.txt").write_text("zed\nline two\n", encoding="utf-8")
     write_jsonl(tmp_path / "a.jsonl", [("first", "fr")])
-    (tmp_path / "ignored.csv").write_text("x")
-    texts, langs, *_ = read_all([tmp_path], CorpusConfig(default_lang="xx"))
+    (tmp_path / "unknown.csv").write_text("x")
+    # a file of unknown format is an error naming it (it used to be skipped silently)...
+    with pytest.raises(InputError, match=r"holds 1 file\(s\) of unknown corpus format: unknown.csv"):
+        read_all([tmp_path], CorpusConfig(default_lang="xx"))
+    # ...or, with skip_unknown, a warning naming it
+    from stages.corpus import CorpusWarning
+
+    with pytest.warns(CorpusWarning, match="unknown.csv"):
+        texts, langs, *_ = read_all([tmp_path], CorpusConfig(default_lang="xx", skip_unknown=True))
     assert texts == ["first", "zed\nline two\n"] and langs == ["fr", "xx"]
 
 
