@@ -32,7 +32,8 @@ Within a piece a merge replaces left to right without overlaps (``aaaa`` -> ``aa
 
 from __future__ import annotations
 
-from typing import NamedTuple, Sequence
+import time
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -296,6 +297,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
     for step in range(n_merges):
         if stop[0]:  # the caller was interrupted (see _interruptible)
             return out_left, out_right, out_count, step
+        stop[1] = step  # merges done so far, which the waiting thread may report
         # Choose the pair.
         if step < n_forced:
             a = forced_left[step]
@@ -521,6 +523,7 @@ def learn_merges(
     *,
     forced: Sequence[tuple[bytes, bytes]] = (),
     max_token_bytes: int | None = None,
+    on_progress: Callable[[int], None] | None = None,
 ) -> TrainResult:
     """Learn up to ``n_merges`` merges (forced ones included, and ranked first).
 
@@ -528,6 +531,8 @@ def learn_merges(
     pieces in Arrow's binary layout; ``weights`` (int64 >= 0) says how often each occurs.
     ``max_token_bytes`` caps a learned token's length (HF's ``max_token_length``): pairs
     that would make a longer token are never merged. None learns exactly as without it.
+    ``on_progress(merges_done)`` is called about every second from the calling thread
+    while the kernel runs (the CLI turns it into merges/s and an ETA).
 
     >>> learn_merges(b"aaaaaaaa", [0, 8], [1], 3, max_token_bytes=4).merges
     [(b'a', b'a'), (b'aa', b'aa')]
@@ -580,9 +585,11 @@ def learn_merges(
     # of 10**11 was a MemoryError).
     lengths = np.diff(offsets)
     room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
-    stop = np.zeros(1, np.uint8)
+    stop = np.zeros(2, np.int64)  # [0]: set to stop the kernel; [1]: merges it has done
     left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(data, offsets, weights, fl, fr, min(n_merges, room), max_token_bytes or 0, stop), stop
+        lambda: _learn_kernel(data, offsets, weights, fl, fr, min(n_merges, room), max_token_bytes or 0, stop),
+        stop,
+        on_progress,
     )
     tokens = [bytes([b]) for b in range(256)]
     merges = []
@@ -593,7 +600,7 @@ def learn_merges(
     return TrainResult(merges, count[:n_done].copy(), int(n_done) < n_merges)
 
 
-def _interruptible(call, stop: np.ndarray):
+def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | None = None):
     """Run ``call`` (a long nogil kernel) in a helper thread while this thread waits.
 
     Python runs signal handlers in the main thread only, between bytecodes. A Ctrl-C
@@ -605,7 +612,7 @@ def _interruptible(call, stop: np.ndarray):
     """
     import threading
 
-    if threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread() and on_progress is None:
         return call()
     box: dict = {}
 
@@ -618,8 +625,12 @@ def _interruptible(call, stop: np.ndarray):
     t = threading.Thread(target=target, name="dwstok-learn", daemon=True)
     t.start()
     try:
+        last = time.monotonic()
         while t.is_alive():
             t.join(0.1)
+            if on_progress is not None and time.monotonic() - last >= 1.0:
+                last = time.monotonic()
+                on_progress(int(stop[1]))
     except BaseException:
         stop[0] = 1
         t.join(2.0)
