@@ -51,7 +51,7 @@ test-slow: setup
 # run all five stages on it with the demo config.
 demo: setup-runtime
 	$(PY) scripts/demo_corpus.py --out $(WORK)/demo-corpus
-	$(DWSTOK) build demo --corpus $(WORK)/demo-corpus --workdir $(WORK)/demo --workers $(WORKERS)
+	$(DWSTOK) build demo --corpus '$(WORK)/demo-corpus/*.parquet' --workdir $(WORK)/demo --workers $(WORKERS)
 
 # A full retrain: make build VERSION=32.3 CORPUS=path/to/corpus
 build: setup-runtime
