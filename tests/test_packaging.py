@@ -31,7 +31,9 @@ def _pip(*args: str, python: Path | None = None) -> None:
     cmd = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     if python is not None:
         cmd += ["--python", str(python)]
-    subprocess.run(cmd + list(args), check=True, capture_output=True, timeout=600)
+    # without PYTHONPATH: a checkout on it would read as dwstok already installed
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    subprocess.run(cmd + list(args), check=True, capture_output=True, timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")
