@@ -638,7 +638,7 @@ def _check_specials(specials: list, where: str) -> None:
     """Specials are distinct, non-empty strings, none spelled like a byte token: a
     one-byte special (``"a"``) is the byte token itself in tiktoken, and one of the 256
     byte-level characters (``"Ġ"``) is a byte token's name in tokenizer.json."""
-    from .export import bytes_to_unicode
+    from dwstok.export_files import bytes_to_unicode
 
     byte_names = {c: b for b, c in bytes_to_unicode().items()}
     seen: dict[str, int] = {}
