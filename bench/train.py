@@ -50,8 +50,8 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
     if tool == "dwstok":
         import pyarrow.parquet as pq
 
-        from dwstok.train import binary_buffers, build_tokenizer, count_pieces
-        from dwstok.trainer import learn_merges
+        from dwstok.training import binary_buffers, build_tokenizer, count_pieces
+        from dwstok.merge_learner import learn_merges
 
         # The whole split starts from the Parquet file (reading is timed); a fraction
         # starts from texts in memory, like the peers.

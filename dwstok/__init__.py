@@ -16,7 +16,7 @@ from .shards import ShardReader
 from .stochastok import StochasTok
 from .tiktoken_compat import load_tiktoken
 from .tokenizer import Tokenizer
-from .train import train_bpe
+from .training import train_bpe
 
 __all__ = [
     "PATTERNS",

@@ -50,8 +50,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         return done
     staging = Staging(out_dir, STAGE, config_hash)
 
-    from dwstok.train import binary_buffers, build_tokenizer, han_forced_merges, lang_weights
-    from dwstok.trainer import learn_merges
+    from dwstok.training import binary_buffers, build_tokenizer, han_forced_merges, lang_weights
+    from dwstok.merge_learner import learn_merges
 
     with Timer() as t_load:
         table, langs = read_pieces(up_dir / "pieces.arrow")
@@ -256,7 +256,7 @@ def _col_max(col) -> int:
 
 
 def plan_report(plan) -> dict[str, Any] | None:
-    """The Han plan (a ``dwstok.train.HanPlan``) as JSON: its counts, the coverage reached
+    """The Han plan (a ``dwstok.training.HanPlan``) as JSON: its counts, the coverage reached
     and, when short, the characters; not the merge list itself."""
     if plan is None:
         return None

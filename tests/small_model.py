@@ -28,7 +28,7 @@ def small_model(pattern: str = "o200k-rdigits", version: str = "t1", n_merges: i
     import regex
 
     from dwstok.patterns import resolve
-    from dwstok.trainer import learn_merges, pieces_to_arrays
+    from dwstok.merge_learner import learn_merges, pieces_to_arrays
     from tests.stages.bpe_models import dwslm_model
 
     pieces = Counter(p.encode() for p in regex.findall(resolve(pattern)[1], TEXTS))

@@ -1,6 +1,6 @@
 """Balance: each group's pair-count weight at the model's α, from its build's count stats.
 
-A group's weight is ``w_g = (q_g^α / Σ q^α) / q_g`` (``dwstok.train.lang_weights``), so the
+A group's weight is ``w_g = (q_g^α / Σ q^α) / q_g`` (``dwstok.training.lang_weights``), so the
 smaller its share q_g the larger its weight: a group of one document can weigh ×20 and
 its few pieces then steer merges. Such groups are flagged.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from dwstok.train import LANG_WEIGHT_SCALE, lang_weights
+from dwstok.training import LANG_WEIGHT_SCALE, lang_weights
 
 EXTREME_WEIGHT = 4.0  # at least this many times a plain count ...
 SMALL_SHARE = 0.002  # ... from a group holding under 0.2% of the bytes

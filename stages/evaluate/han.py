@@ -14,7 +14,7 @@ from typing import Sequence
 
 import numpy as np
 
-from dwstok.train import han_char_counts
+from dwstok.training import han_char_counts
 
 _HAN = None
 

@@ -1,4 +1,4 @@
-"""A readable brute-force BPE trainer: the oracle for ``dwstok.trainer``.
+"""A readable brute-force BPE trainer: the oracle for ``dwstok.merge_learner``.
 
 It recounts every pair of every piece before each merge, so it is slow and obviously
 right. Tokens are plain ``bytes``; pieces are lists of tokens.

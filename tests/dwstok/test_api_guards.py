@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def tok():
-    from dwstok.train import train_bpe
+    from dwstok.training import train_bpe
 
     return train_bpe(["hello world, hello there"] * 5, 300)
 
@@ -36,7 +36,7 @@ def test_num_threads_must_be_positive(tok, n):
 LEARN = """
 import sys
 import numpy as np
-from dwstok.trainer import learn_merges
+from dwstok.merge_learner import learn_merges
 rng = np.random.default_rng(0)
 n = 300_000
 data = rng.integers(97, 123, n * 8).astype(np.uint8)

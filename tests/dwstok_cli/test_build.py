@@ -8,7 +8,7 @@ from dwstok_cli.main import cli
 
 STAGES = ["pretokenize", "count", "train", "export", "encode-shards"]
 
-for _m in ("dwstok.train", "stages.export", "stages.encode_shards"):
+for _m in ("dwstok.training", "stages.export", "stages.encode_shards"):
     pytest.importorskip(_m)
 
 

@@ -9,7 +9,7 @@ import pytest
 from dwstok_cli.main import cli
 from tests.small_model import small_model
 
-pytest.importorskip("dwstok.train")
+pytest.importorskip("dwstok.training")
 
 
 def invoke(runner, *args):

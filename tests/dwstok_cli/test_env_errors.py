@@ -124,7 +124,7 @@ def test_huge_vocab_size(runner, tmp_path, small_parquet):
 def test_model_claiming_a_huge_n_vocab(tmp_path):
     from dwstok import Tokenizer, model_file
     from dwstok.errors import ModelFileError
-    from dwstok.train import train_bpe
+    from dwstok.training import train_bpe
 
     tok = train_bpe(["hello hello world"] * 3, 300)
     tok.save(tmp_path / "m.json")

@@ -12,7 +12,7 @@ from dwstok_cli.main import cli
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
-    from dwstok.train import train_bpe
+    from dwstok.training import train_bpe
 
     d = tmp_path_factory.mktemp("m")
     texts = ["Hello world, hello 2026 world!", "中文的中文。", "def f(x):\n    return x\n"] * 5

@@ -10,7 +10,7 @@ import pytest
 from dwstok_cli.main import cli
 from stages import STAGES
 
-pytest.importorskip("dwstok.train")
+pytest.importorskip("dwstok.training")
 
 
 def invoke(runner, *args):

@@ -10,7 +10,7 @@ from dwstok_cli.main import cli
 
 STAGES = ["pretokenize", "count", "train", "export", "encode-shards"]
 
-pytest.importorskip("dwstok.train")
+pytest.importorskip("dwstok.training")
 
 
 @pytest.fixture

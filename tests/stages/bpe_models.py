@@ -1,6 +1,6 @@
 """Small real BPE models for the export / encode-shards / shard tests.
 
-``corpus_merges`` learns merges with ``dwstok.trainer.learn_merges`` on a slice of the
+``corpus_merges`` learns merges with ``dwstok.merge_learner.learn_merges`` on a slice of the
 corpus (a few documents per language), and ``dwslm_model`` lays them out as DWSLMTok
 does: 32 specials, byte b at 32 + b, merge i at 288 + i.
 """
@@ -36,7 +36,7 @@ def dwslm_model(merges, *, pattern="o200k", version="32.1"):
 @lru_cache(maxsize=None)
 def corpus_merges(corpus_path: str, pattern: str, n_merges: int, n_docs: int = 400):
     """Merges learned on the first 8,000 characters of ``n_docs / 30`` documents per language."""
-    from dwstok.trainer import learn_merges, pieces_to_arrays
+    from dwstok.merge_learner import learn_merges, pieces_to_arrays
 
     t = pq.read_table(corpus_path, columns=["text", "lang"]).to_pydict()
     per_lang: Counter = Counter()

@@ -167,7 +167,7 @@ def test_counts_past_2_32_from_count_to_train(tmp_path):
     and train exactly: merges equal brute-force BPE on the same (huge) counts."""
     import pyarrow.ipc as ipc
 
-    from dwstok.trainer import learn_merges
+    from dwstok.merge_learner import learn_merges
     from stages.train import piece_weights
     from tests.dwstok.brute_bpe import brute_bpe
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from dwstok.errors import ConfigError
-from dwstok.trainer import learn_merges, pieces_to_arrays
+from dwstok.merge_learner import learn_merges, pieces_to_arrays
 from stages import Inputs, count, pretokenize, train
 from stages.config import Config
 from stages.executors import LocalExecutor

@@ -18,7 +18,7 @@ from stages.executors import LocalExecutor
 
 from .conftest import config, docs, write_parquet
 
-pytest.importorskip("dwstok.train")
+pytest.importorskip("dwstok.training")
 
 ALL = (pretokenize, count, train, export, encode_shards)
 

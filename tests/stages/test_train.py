@@ -12,9 +12,9 @@ from stages.manifest import read_manifest
 
 from .conftest import config, docs
 
-dtrain = pytest.importorskip("dwstok.train")
+dtrain = pytest.importorskip("dwstok.training")
 from dwstok.tokenizer import Tokenizer  # noqa: E402
-from dwstok.trainer import learn_merges, pieces_to_arrays  # noqa: E402
+from dwstok.merge_learner import learn_merges, pieces_to_arrays  # noqa: E402
 
 
 def build(cfg, corpus, work, workers=1):

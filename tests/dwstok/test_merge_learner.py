@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dwstok.errors import ConfigError, InputError
-from dwstok.trainer import learn_merges, pieces_to_arrays
+from dwstok.merge_learner import learn_merges, pieces_to_arrays
 
 from .brute_bpe import brute_bpe
 

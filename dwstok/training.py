@@ -1,4 +1,7 @@
-"""``train_bpe``: text in, ``Tokenizer`` out, plus the pieces the ``train`` stage shares.
+"""Everything around the merge learner: weights, forced Han merges, counting, ``train_bpe``.
+
+The kernel that learns merges from weighted pieces is ``dwstok.merge_learner``; this
+module prepares its input and turns its merges into a ``Tokenizer``.
 
 - ``lang_weights``: per-language pair-count weights as fixed-point integers.
 - ``han_forced_merges``: the forced Han merges (DWSLM 32.2) from Han character counts.
@@ -29,7 +32,7 @@ import numpy as np
 from ._jit import njit
 from .errors import ConfigError, InputError
 from .scanner import get_scanner, scan_range
-from .trainer import learn_merges
+from .merge_learner import learn_merges
 
 LANG_WEIGHT_SCALE = 1 << 20
 """Fixed point of ``lang_weights``: a weight of 1.0 is ``LANG_WEIGHT_SCALE``."""

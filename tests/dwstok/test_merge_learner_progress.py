@@ -5,7 +5,7 @@ import time
 
 import numpy as np
 
-from dwstok.trainer import _interruptible, learn_merges
+from dwstok.merge_learner import _interruptible, learn_merges
 
 
 def _slow_kernel(stop):

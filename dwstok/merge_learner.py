@@ -1,4 +1,4 @@
-"""The BPE training kernel: weighted unique pieces in, merges out.
+"""The merge learner, BPE training's kernel: weighted unique pieces in, merges out.
 
 Pieces come in Arrow's binary layout: piece ``i`` is ``data[offsets[i]:offsets[i+1]]``,
 seen ``weights[i]`` times (any non-negative int64: a count, or a count scaled by a

@@ -15,7 +15,7 @@ import regex
 from dwstok import train_bpe
 from dwstok.errors import ConfigError, InputError
 from dwstok.patterns import PATTERNS
-from dwstok.train import (
+from dwstok.training import (
     LANG_WEIGHT_SCALE,
     build_tokenizer,
     count_pieces,
@@ -23,7 +23,7 @@ from dwstok.train import (
     han_forced_merges,
     lang_weights,
 )
-from dwstok.trainer import learn_merges, pieces_to_arrays
+from dwstok.merge_learner import learn_merges, pieces_to_arrays
 
 from .brute_bpe import brute_bpe
 
@@ -265,7 +265,7 @@ def test_build_tokenizer_layout():
 
 
 def test_counts_do_not_depend_on_batches_or_threads(monkeypatch):
-    import dwstok.train as train_mod
+    import dwstok.training as train_mod
 
     texts = TEXTS * 5
     langs = LANGS * 5
