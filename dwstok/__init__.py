@@ -12,11 +12,32 @@ from __future__ import annotations
 
 from .errors import ConfigError, DwstokError, InputError, ModelFileError, PatternMismatchError
 from .patterns import PATTERNS
-from .shards import ShardReader
-from .stochastok import StochasTok
-from .tiktoken_compat import load_tiktoken
-from .tokenizer import Tokenizer
-from .training import train_bpe
+
+# The rest loads on first use (PEP 562): the pipeline imports ``dwstok.errors`` or
+# ``dwstok.durable`` in every process, and should not pay for Numba and the kernels
+# (about half a second a process) unless it calls them.
+_LAZY = {
+    "ShardReader": "shards",
+    "StochasTok": "stochastok",
+    "load_tiktoken": "tiktoken_compat",
+    "Tokenizer": "tokenizer",
+    "train_bpe": "training",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "PATTERNS",
