@@ -33,6 +33,8 @@ import secrets
 from pathlib import Path
 from typing import Any
 
+from json.encoder import encode_basestring as _encode_str  # json.dumps(str, ensure_ascii=False)
+
 from .durable import sync_dir
 from .errors import ModelFileError
 
@@ -81,11 +83,23 @@ def dumps(content: dict[str, Any]) -> str:
     for key in ("vocab", "merges"):
         rows = content[key]
         lines.append(f'"{key}": [')
-        lines.extend(json.dumps(r, ensure_ascii=False) + ("," if i < len(rows) - 1 else "") for i, r in enumerate(rows))
+        if rows:
+            lines.append(",\n".join(map(_row, rows)))
         lines.append("],")
     lines.append(f'"sha256": {json.dumps(content["sha256"])}')
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def _row(r) -> str:
+    """``json.dumps(r, ensure_ascii=False)`` for a vocab row ``[id, text]`` or a merge
+    ``[a, b, new]``, formatted directly (one ``json.dumps`` call per row cost a third
+    of a second for a 32k model)."""
+    if len(r) == 2 and type(r[0]) is int and type(r[1]) is str:
+        return f"[{r[0]}, {_encode_str(r[1])}]"
+    if len(r) == 3 and type(r[0]) is int and type(r[1]) is int and type(r[2]) is int:
+        return f"[{r[0]}, {r[1]}, {r[2]}]"
+    return json.dumps(r, ensure_ascii=False)
 
 
 def write(path: str | os.PathLike, content: dict[str, Any]) -> None:

@@ -50,8 +50,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         return done
     staging = Staging(out_dir, STAGE, config_hash)
 
-    from dwstok.training import binary_buffers, build_tokenizer, han_forced_merges, lang_weights
+    from dwstok import model_file
     from dwstok.merge_learner import learn_merges
+    from dwstok.training import binary_buffers, han_forced_merges, lang_weights, model_content
 
     with Timer() as t_load:
         table, langs = read_pieces(up_dir / "pieces.arrow")
@@ -127,14 +128,16 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     if config.train.max_token_bytes is not None:  # unset, the model is byte for byte as before
         metadata["max_token_bytes"] = config.train.max_token_bytes
     with Timer() as t_write:
-        tok = build_tokenizer(
+        # The file's content straight from the merges: building a Tokenizer (its
+        # encoder tables) only to save it took most of this step.
+        content = model_content(
             result.merges,
             special_tokens=list(config.special_tokens),
             pattern=config.pattern,
             version=config.version,
             metadata=metadata,
         )
-        tok.save(staging.dir / MODEL)  # atomic, with the umask's permissions
+        model_file.write(staging.dir / MODEL, content)  # atomic, with the umask's permissions
         info = hash_file(staging.dir / MODEL)
 
     m = Manifest(
@@ -143,7 +146,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         inputs_hash=inputs_hash,
         outputs={MODEL: info},
         counts={
-            "vocab_size": tok.n_vocab,
+            "vocab_size": content["n_vocab"],
             "merges": len(result.merges),
             "forced_merges": len(forced),
             "unique_pieces": n_unique,
@@ -154,7 +157,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "version": config.version,
             "pattern": config.pattern_string,
             "pattern_name": config.pattern,
-            "model_sha256": tok.sha256,
+            "model_sha256": content["sha256"],
             "han": han_report,
             "weights": metadata["balance"]["weights"],
             "vocab_size_requested": config.vocab_size,

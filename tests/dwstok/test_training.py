@@ -275,3 +275,19 @@ def test_counts_do_not_depend_on_batches_or_threads(monkeypatch):
         got = count_pieces(texts, lang=langs, with_lang=True, threads=threads)
         assert got.sort_by([("piece", "ascending"), ("lang", "ascending")]).equals(want)
     assert train_bpe(texts, 256 + 50).merges == train_mod.train_bpe(texts, 256 + 50).merges
+
+
+def test_model_content_is_what_the_built_tokenizer_saves():
+    from dwstok import model_file
+    from dwstok.training import build_tokenizer, model_content
+
+    # (b"ab", b"c") and (b"a", b"bc") both make b"abc": the second keeps its own id and
+    # the last merge refers to the first b"abc".
+    merges = [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc"), (b"abc", b"\xff"), (b"\\", b"\x00")]
+    kw = dict(special_tokens=["<pad>", "<bos>"], pattern="o200k-rdigits", version="32.3", metadata={"x": [1, "é"]})
+    want = build_tokenizer(merges, **kw)._content()
+    got = model_content(merges, **kw)
+    assert got == want
+    lines = model_file.dumps(got).splitlines()
+    assert lines[lines.index('"merges": [') + 5] == json.dumps(got["merges"][4]) + ","
+    assert json.loads(model_file.dumps(got)) == got
