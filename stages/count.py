@@ -1,8 +1,17 @@
-"""count: reduce the pretokenize shards → ``count/pieces.arrow`` + ``count/stats.json``.
+"""count: reduce the pretokenize shards → ``count/pieces.arrow``, ``count/lang_counts.arrow``
+and ``count/stats.json``.
 
-``pieces.arrow`` holds one row per unique piece, sorted by its bytes:
-``piece: binary`` (``large_binary`` beyond 2 GB), ``count: int64`` (all languages) and one int64 column per
-language, ``lang:<code>`` (e.g. ``lang:en``), in sorted language order. Arrow's hash
+Format 2 (``dwstok.format_version`` in the schema metadata; docs/formats.md):
+
+- ``pieces.arrow``: one row per unique piece, sorted by its bytes: ``piece: large_binary``,
+  ``count: int64`` (all languages);
+- ``lang_counts.arrow``: the per-language counts, sparse: ``row: int64`` (the piece's
+  row in pieces.arrow), ``lang: uint16`` (index into ``dwstok.languages``, the sorted
+  language codes), ``count: int64``, sorted by (row, lang), no zero counts.
+
+Both are written in record batches of ``count_partitions.BATCH_ROWS`` rows as the
+partitions reduce, so count never holds the output table (format 1 was one wide record
+batch, a column per language: 8 bytes a piece for each of 33+ groups). Arrow's hash
 group-by does the counting; sorting makes the bytes independent of thread scheduling.
 
 ``stats.json`` (for people and for ``train``): documents and bytes per language, Han
@@ -22,7 +31,7 @@ import numpy as np
 from dwstok.errors import InputError
 
 from .config import Config
-from .count_partitions import auto_partitions, prune, reduce_partitioned
+from .count_partitions import auto_partitions, reduce_partitioned, write_pieces
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
@@ -30,11 +39,11 @@ from .manifest import (
     Manifest,
     Staging,
     Timer,
+    hash_file,
     read_json,
     read_table,
     up_to_date,
     write_json,
-    write_table,
 )
 
 STAGE = "count"
@@ -45,6 +54,9 @@ UPSTREAM_KEYS = None
 # ``count`` is in the hash only when it prunes (``Config.to_dict`` leaves it out otherwise).
 CONFIG_KEYS = ("pattern", "count")
 LANG_PREFIX = "lang:"
+FORMAT_VERSION = 2
+PIECES = "pieces.arrow"
+LANG_COUNTS = "lang_counts.arrow"
 # Fold the shards' rows into the running total once this many are pending.
 COMPACT_ROWS = 8_000_000
 
@@ -71,9 +83,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     sizes = [up.outputs[n].bytes for n in parts]
     k = config.count.partitions or auto_partitions(sum(sizes))
     executor.progress.start(STAGE, total_bytes=sum(sizes), total_items=len(parts))
-    dropped: dict[str, int] = {}
     with Timer() as t_reduce:
-        wide = reduce_partitioned(
+        reduced = reduce_partitioned(
             [up_dir / n for n in parts],
             langs,
             staging.dir / "_partitions",
@@ -82,35 +93,38 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             on_part=lambda n: executor.progress.advance(bytes=n, items=1),
             sizes=sizes,
             on_split_done=executor.progress.finish,
-            min_count=config.count.min_count,
-            dropped=dropped,
         )
-    _remove_tree(staging.dir / "_partitions")
-    with Timer() as t_pivot:
-        pruning = None
-        if config.count.prunes:
-            # min_count was applied inside the partitions; max_pieces needs every count.
-            wide, top = prune(wide, max_pieces=config.count.max_pieces)
+    pruning = None
+
+    def metadata(report):
+        nonlocal pruning
+        if report is not None:  # pruning is configured: record what it left out
             pruning = config.count.pruning() | {
-                "unique_pieces_before": dropped["unique_pieces_before"],
-                "pieces_dropped": dropped["pieces_dropped"] + top["pieces_dropped"],
-                "occurrences_dropped": dropped["occurrences_dropped"] + top["occurrences_dropped"],
+                k: report[k] for k in ("unique_pieces_before", "pieces_dropped", "occurrences_dropped")
             }
-            stats["pruning"] = pruning
-    stats["unique_pieces"] = wide.num_rows
+        return {
+            "dwstok.kind": "count-pieces",
+            "dwstok.format_version": str(FORMAT_VERSION),
+            "dwstok.pattern": config.pattern_string,
+            "dwstok.languages": ",".join(langs),
+        } | ({"dwstok.pruning": json.dumps(pruning, sort_keys=True)} if pruning else {})
 
     with Timer() as t_write:
+        n_kept, _ = write_pieces(
+            reduced,
+            staging.dir / PIECES,
+            staging.dir / LANG_COUNTS,
+            metadata=metadata,
+            min_count=config.count.min_count,
+            max_pieces=config.count.max_pieces,
+        )
+        _remove_tree(staging.dir / "_partitions")
+        if pruning:
+            stats["pruning"] = pruning
+        stats["unique_pieces"] = n_kept
         outputs = {
-            "pieces.arrow": write_table(
-                staging.dir / "pieces.arrow",
-                wide,
-                metadata={
-                    "dwstok.kind": "count-pieces",
-                    "dwstok.pattern": config.pattern_string,
-                    "dwstok.languages": ",".join(langs),
-                }
-                | ({"dwstok.pruning": json.dumps(pruning, sort_keys=True)} if pruning else {}),
-            ),
+            PIECES: hash_file(staging.dir / PIECES),
+            LANG_COUNTS: hash_file(staging.dir / LANG_COUNTS),
             "stats.json": write_json(staging.dir / "stats.json", stats),
         }
     m = Manifest(
@@ -122,11 +136,11 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             "docs": stats["docs"],
             "bytes": stats["bytes"],
             "pieces": stats["pieces"],
-            "unique_pieces": wide.num_rows,
+            "unique_pieces": n_kept,
             "languages": len(langs),
             "han_chars": len(stats["han"]),
         },
-        timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "prune_s": t_pivot.seconds, "write_s": t_write.seconds},
+        timings={"stats_s": t_stats.seconds, "reduce_s": t_reduce.seconds, "write_s": t_write.seconds},
         info={"pattern": config.pattern_string, "languages": langs, "partitions": k}
         | ({"pruning": pruning} if pruning else {}),
         inputs={UPSTREAM: {"dir": str(up_dir), "output_hash": up.output_hash}},
@@ -241,8 +255,49 @@ def pivot(table, langs: list[str]):
     return pa.table(cols)
 
 
+def read_languages(path: str | Path) -> list[str]:
+    """The language codes of a count/pieces.arrow file (its ``lang`` ids index them),
+    checking its format version."""
+    from dwstok.errors import ModelFileError
+
+    meta = _schema(path).metadata or {}
+    version = meta.get(b"dwstok.format_version", b"1").decode()
+    if version != str(FORMAT_VERSION):
+        raise ModelFileError(
+            f"{path} is count format {version}, this dwstok reads format {FORMAT_VERSION}: "
+            "run `dwstok count` again (with the same --workdir)"
+        )
+    langs = meta.get(b"dwstok.languages", b"").decode()
+    return langs.split(",") if langs else []
+
+
+def _schema(path: str | Path):
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    with pa.memory_map(str(path)) as src:
+        return ipc.open_file(src).schema
+
+
 def read_pieces(path: str | Path):
-    """``(table, langs)`` of a count/pieces.arrow file."""
-    t = read_table(path)
-    langs = [c[len(LANG_PREFIX):] for c in t.column_names if c.startswith(LANG_PREFIX)]
-    return t, langs
+    """``(table, langs)``: a count/pieces.arrow file and its lang_counts.arrow as one wide
+    table (``piece``, ``count``, a ``lang:<code>`` column per language), format 1's
+    layout. Holds 8 bytes a piece per language: for tests and small corpora; ``train``
+    reads the two files as they are."""
+    import pyarrow as pa
+
+    path = Path(path)
+    langs = read_languages(path)
+    pieces = read_table(path)
+    long = read_table(path.with_name(LANG_COUNTS))
+    n = pieces.num_rows
+    cols = {"piece": pieces.column("piece").combine_chunks(), "count": pieces.column("count").combine_chunks()}
+    row = long.column("row").to_numpy()
+    lang = long.column("lang").to_numpy()
+    count = long.column("count").to_numpy()
+    for i, g in enumerate(langs):
+        col = np.zeros(n, dtype=np.int64)
+        m = lang == i
+        col[row[m]] = count[m]
+        cols[LANG_PREFIX + g] = pa.array(col)
+    return pa.table(cols, metadata=pieces.schema.metadata), langs

@@ -3,11 +3,13 @@
 The in-memory reduce (``count.reduce_parts``) holds every (piece, language) row of the
 corpus in one hash group-by. Here the rows are split into K partitions by **range of
 piece bytes** (K - 1 splitters sampled from the shards), each partition is spilled to an
-Arrow IPC file in the staging folder, then reduced alone (group-by, sort, pivot) and
-spilled again; the reduced partitions, taken in splitter order, are already sorted by
-piece, so they are concatenated, not merged. Peak memory is one shard (split pass),
-one partition (reduce pass) and the output table itself: ``pieces.arrow`` is one
-record batch, as before, so its bytes do not depend on K.
+Arrow IPC file in the staging folder, then reduced alone (group-by, sort) and spilled
+again as its unique pieces and its per-language counts. The reduced partitions, taken in
+splitter order, are already sorted by piece, so ``write_pieces`` streams them into
+``pieces.arrow`` and ``lang_counts.arrow`` one after the other, in record batches of a
+fixed size (so the files' bytes do not depend on K). Peak memory is one shard (split
+pass), one partition (reduce and write passes) and 8 bytes per unique piece (the totals
+pruning ranks), never the output table.
 
 Ranges rather than hashes: a hash partition would need a global sort (or a K-way merge)
 of the reduced rows to restore the output's order; with ranges the order comes free.
@@ -91,17 +93,12 @@ def reduce_partitioned(
     on_part: Callable[[int], None] | None = None,
     sizes: list[int] | None = None,
     on_split_done: Callable[[], None] | None = None,
-    min_count: int | None = None,
-    dropped: dict[str, int] | None = None,
-):
-    """The wide pieces table (as ``count.pivot(count.reduce_parts(...))``), reduced in
-    ``k`` range partitions spilled under ``spill_dir``. With an ``executor``, the
-    partitions are reduced as its tasks (on Ray, on the cluster; the spill folder must
-    then be visible to the workers, as the stage folders already are).
-
-    ``min_count`` drops rare pieces inside each partition (exact: a piece lives in one
-    partition), so the assembled table holds only the pieces kept; ``dropped`` (a dict)
-    receives ``unique_pieces_before``, ``pieces_dropped`` and ``occurrences_dropped``."""
+) -> list[dict[str, Any]]:
+    """Reduce every (piece, language) row of the shards in ``k`` range partitions spilled
+    under ``spill_dir``; return one record per partition, in piece order (``write_pieces``
+    reads them). With an ``executor``, the partitions are reduced as its tasks (on Ray, on
+    the cluster; the spill folder must then be visible to the workers, as the stage
+    folders already are)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
@@ -146,101 +143,80 @@ def reduce_partitioned(
     if on_split_done:
         on_split_done()
     tasks = [
-        {"rows": str(rows_files[i]), "out": str(spill_dir / f"wide-{i:04d}.arrow"), "langs": list(langs), "min_count": min_count}
+        {"rows": str(rows_files[i]), "out": str(spill_dir / f"reduced-{i:04d}"), "n_langs": len(langs)}
         for i in range(k)
     ]
     if executor is not None:
-        done = list(executor.map(reduce_partition, tasks, label="count: reduce partitions"))
-    else:
-        done = [reduce_partition(t) for t in tasks]
-    if dropped is not None:
-        dropped["unique_pieces_before"] = sum(d["unique"] for d in done)
-        dropped["pieces_dropped"] = sum(d["pieces_dropped"] for d in done)
-        dropped["occurrences_dropped"] = sum(d["occurrences_dropped"] for d in done)
-    return assemble([Path(d["out"]) for d in done], langs)
+        return list(executor.map(reduce_partition, tasks, label="count: reduce partitions"))
+    return [reduce_partition(t) for t in tasks]
 
 
 def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
-    """One partition's spilled rows → its wide table (sorted by piece), spilled again.
+    """One partition's spilled rows → its unique pieces ``(piece, count)`` sorted by
+    bytes, and its per-language counts ``(row, lang, count)`` sorted by (row, lang),
+    ``row`` counting from the partition's first piece: two uncompressed spill files.
     Module-level, so Ray and process pools can run it."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    from .count import _group, pivot
+    from .count import _group
     from .manifest import atomic_path
 
     with pa.memory_map(task["rows"]) as src:
         rows = ipc.open_stream(src).read_all()
     n_in = rows.num_rows
     if n_in:
-        g = _group([rows]).sort_by([("piece", "ascending"), ("lang", "ascending")])
+        g = _group([rows]).sort_by([("piece", "ascending"), ("lang", "ascending")]).combine_chunks()
     else:
-        g = pa.table({"piece": pa.array([], pa.binary()), "lang": pa.array([], pa.int32()), "count": pa.array([], pa.int64())})
+        g = pa.table({"piece": pa.array([], pa.large_binary()), "lang": pa.array([], pa.int32()), "count": pa.array([], pa.int64())})
     del rows
-    wide = pivot(g, task["langs"])
-    wide = wide.set_column(0, "piece", wide.column("piece").cast(pa.large_binary()))
+    pieces, long = split_long(g)
     del g
-    n_unique = wide.num_rows
-    n_drop = occ_drop = 0
-    if task.get("min_count") is not None:
-        c = wide.column("count").to_numpy()
-        keep = c >= task["min_count"]
-        n_drop = int(n_unique - keep.sum())
-        occ_drop = int(c[~keep].sum())
-        if n_drop:
-            wide = wide.filter(pa.array(keep))
-    with atomic_path(Path(task["out"])) as tmp:
-        with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, wide.schema) as w:
-            w.write_table(wide)
+    out = {"rows": n_in, "unique": pieces.num_rows}
+    for name, table in (("pieces", pieces), ("langs", long)):
+        path = Path(f"{task['out']}-{name}.arrow")
+        with atomic_path(path) as tmp:
+            with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as w:
+                w.write_table(table)
+        out[name] = str(path)
     Path(task["rows"]).unlink()
-    del wide
+    del pieces, long
     pa.default_memory_pool().release_unused()
-    return {"out": task["out"], "rows": n_in, "unique": n_unique, "pieces_dropped": n_drop, "occurrences_dropped": occ_drop}
+    return out
 
 
-def assemble(paths: list[Path], langs: list[str]):
-    """Concatenate the reduced partitions (in order) into one single-chunk table, one
-    column at a time: each column is copied out of the memory-mapped spill files, which
-    are unmapped before the next (so their pages leave the resident set). ``binary``
-    pieces when their bytes fit 32-bit offsets, as the in-memory reduce makes them."""
+def split_long(g):
+    """Long rows ``(piece, lang, count)`` sorted by (piece, lang) → ``(pieces, langs)``:
+    the unique pieces with their total, and the rows as ``(row, lang, count)``, ``row``
+    the piece's index. Vectorised: a new piece starts where the sorted bytes change."""
     import pyarrow as pa
-    import pyarrow.ipc as ipc
+    import pyarrow.compute as pc
 
-    names = ["piece", "count"] + [f"lang:{g}" for g in langs]
-    cols = {}
-    for name in names:
-        typ = pa.large_binary() if name == "piece" else pa.int64()
-        srcs = [pa.memory_map(str(p)) for p in paths]
-        try:
-            chunks = []
-            for src in srcs:
-                r = ipc.open_file(src)
-                chunks += [r.get_batch(i).column(name) for i in range(r.num_record_batches)]
-            arr = pa.concat_arrays(chunks) if chunks else pa.array([], typ)
-            del chunks
-        finally:
-            for src in srcs:
-                src.close()
-        if name == "piece":
-            data = arr.buffers()[2]
-            if data is None or data.size < 2**31 - 1:
-                arr = arr.cast(pa.binary())
-        cols[name] = arr
-    return pa.table(cols)
+    n = g.num_rows
+    piece = g.column("piece").chunk(0) if g.column("piece").num_chunks else pa.array([], pa.large_binary())
+    piece = piece.cast(pa.large_binary())
+    lang = g.column("lang").to_numpy().astype(np.uint16)
+    count = g.column("count").to_numpy().astype(np.int64, copy=False)
+    new = np.ones(n, dtype=bool)
+    if n > 1:
+        new[1:] = pc.not_equal(piece.slice(1), piece.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+    first = np.flatnonzero(new)
+    total = np.add.reduceat(count, first) if n else np.zeros(0, np.int64)
+    pieces = pa.table({"piece": piece.take(pa.array(first)), "count": pa.array(total, pa.int64())})
+    row = np.cumsum(new, dtype=np.int64) - 1
+    langs = pa.table({"row": pa.array(row), "lang": pa.array(lang), "count": pa.array(count)})
+    return pieces, langs
 
 
-def prune(wide, *, min_count: int | None = None, max_pieces: int | None = None):
-    """``(table, report)``: the rows of ``wide`` (sorted by piece) kept by pruning, still
-    sorted by piece, and what was left out (pieces and occurrences).
+def keep_mask(count: np.ndarray, *, min_count: int | None = None, max_pieces: int | None = None):
+    """``(keep, report)``: which pieces (sorted by bytes, ``count`` their totals) pruning
+    keeps, ``None`` for all, and what it left out (pieces and occurrences).
 
     ``min_count``: keep pieces with ``count >= min_count``. ``max_pieces``: keep the first
     ``max_pieces`` of the ranking (count descending, then bytes ascending), so of pieces
     tied on the boundary count, those whose bytes sort first stay.
     """
-    import pyarrow as pa
-
-    n = wide.num_rows
-    count = wide.column("count").to_numpy()
+    n = len(count)
     keep = np.ones(n, dtype=bool)
     if min_count is not None:
         keep &= count >= min_count
@@ -248,8 +224,8 @@ def prune(wide, *, min_count: int | None = None, max_pieces: int | None = None):
         # Rows are sorted by bytes, so a stable sort on -count ranks ties by bytes.
         rank = np.argsort(-count, kind="stable")
         keep_rank = np.zeros(n, dtype=bool)
-        kept = rank[keep[rank]][:max_pieces]
-        keep_rank[kept] = True
+        keep_rank[rank[keep[rank]][:max_pieces]] = True
+        del rank
         keep = keep_rank
     dropped = int(n - keep.sum())
     report = {
@@ -260,6 +236,130 @@ def prune(wide, *, min_count: int | None = None, max_pieces: int | None = None):
         "occurrences_dropped": int(count[~keep].sum()) if dropped else 0,
     }
     report = {k: v for k, v in report.items() if v is not None}
-    if not dropped:
-        return wide, report
-    return wide.filter(pa.array(keep)), report
+    return (keep if dropped else None), report
+
+
+# Rows per record batch in pieces.arrow and lang_counts.arrow: fixed, so the files'
+# bytes do not depend on how many partitions made them.
+BATCH_ROWS = 1 << 16
+
+
+class BatchWriter:
+    """An Arrow IPC file (zstd buffers) written in record batches of exactly
+    ``BATCH_ROWS`` rows (the last one shorter), whatever the sizes of the tables added."""
+
+    def __init__(self, sink, schema, rows: int = BATCH_ROWS):
+        import pyarrow.ipc as ipc
+
+        opts = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
+        self.schema, self.rows = schema, rows
+        self.writer = ipc.new_file(sink, schema, options=opts)
+        self.pending: list[Any] = []
+        self.n = 0
+        self.written = 0
+
+    def add(self, table) -> None:
+        if table.num_rows:
+            self.pending.append(table)
+            self.n += table.num_rows
+        while self.n >= self.rows:
+            self._emit(self.rows)
+
+    def close(self) -> None:
+        if self.n or not self.written:
+            self._emit(self.n)
+        self.writer.close()
+
+    def _emit(self, n: int) -> None:
+        import pyarrow as pa
+
+        t = pa.concat_tables(self.pending) if self.pending else self.schema.empty_table()
+        head = t.slice(0, n)
+        cols = [pa.concat_arrays(c.chunks) if c.num_chunks else pa.array([], f.type) for c, f in zip(head.columns, self.schema)]
+        self.writer.write_batch(pa.RecordBatch.from_arrays(cols, schema=self.schema))
+        rest = t.slice(n)
+        self.pending = [rest] if rest.num_rows else []
+        self.n -= n
+        self.written += n
+
+
+def pieces_schema(metadata: dict[str, str]):
+    import pyarrow as pa
+
+    return pa.schema([("piece", pa.large_binary()), ("count", pa.int64())], metadata=metadata)
+
+
+def lang_counts_schema(metadata: dict[str, str]):
+    import pyarrow as pa
+
+    return pa.schema([("row", pa.int64()), ("lang", pa.uint16()), ("count", pa.int64())], metadata=metadata)
+
+
+def write_pieces(
+    parts: list[dict[str, Any]],
+    pieces_path: Path,
+    lang_counts_path: Path,
+    *,
+    metadata,
+    min_count: int | None = None,
+    max_pieces: int | None = None,
+):
+    """Stream the reduced partitions (in order) into ``pieces_path`` and
+    ``lang_counts_path``, keeping what pruning keeps; ``(kept, report)``.
+
+    Only the pieces' totals (8 bytes a piece) are held for the whole corpus: pruning
+    ranks them; everything else passes one partition at a time. ``metadata(report)``
+    gives the files' schema metadata (it may record the pruning)."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from .manifest import atomic_path
+
+    def read(path):
+        with pa.memory_map(path) as src:
+            return ipc.open_file(src).read_all()
+
+    counts = [read(p["pieces"]).column("count").to_numpy() for p in parts]
+    sizes = [len(c) for c in counts]
+    everything = np.concatenate(counts) if counts else np.zeros(0, np.int64)
+    del counts
+    keep, report = keep_mask(everything, min_count=min_count, max_pieces=max_pieces)
+    del everything
+    meta = metadata(report if min_count is not None or max_pieces is not None else None)
+    kept = 0
+    start = 0
+    with atomic_path(pieces_path) as tmp_p, atomic_path(lang_counts_path) as tmp_l:
+        with pa.OSFile(str(tmp_p), "wb") as sink_p, pa.OSFile(str(tmp_l), "wb") as sink_l:
+            wp = BatchWriter(sink_p, pieces_schema(meta))
+            wl = BatchWriter(sink_l, lang_counts_schema(meta | {"dwstok.kind": "count-lang-counts"}))
+            for p, n in zip(parts, sizes):
+                pieces, long = read(p["pieces"]), read(p["langs"])
+                row = long.column("row").to_numpy()
+                if keep is None:
+                    new_row = row + kept
+                    n_kept = n
+                else:
+                    k = keep[start : start + n]
+                    rank = np.cumsum(k, dtype=np.int64) - 1 + kept
+                    m = k[row]
+                    pieces = pieces.filter(pa.array(k))
+                    long = long.filter(pa.array(m))
+                    new_row = rank[row[m]]
+                    n_kept = int(k.sum())
+                wp.add(pieces)
+                wl.add(pa.table({"row": pa.array(new_row, pa.int64()), "lang": long.column("lang"), "count": long.column("count")}))
+                del pieces, long, row, new_row
+                kept += n_kept
+                start += n
+            wp.close()
+            wl.close()
+    return kept, report
+
+
+def prune(wide, *, min_count: int | None = None, max_pieces: int | None = None):
+    """``(table, report)``: the rows of a table sorted by piece (with a ``count`` column)
+    that pruning keeps, still sorted by piece (see ``keep_mask``)."""
+    import pyarrow as pa
+
+    keep, report = keep_mask(wide.column("count").to_numpy(), min_count=min_count, max_pieces=max_pieces)
+    return (wide if keep is None else wide.filter(pa.array(keep))), report

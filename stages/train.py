@@ -23,7 +23,7 @@ import numpy as np
 from dwstok.errors import InputError
 
 from .config import Config
-from .count import read_pieces
+from .count import LANG_COUNTS, PIECES, read_languages
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
@@ -55,21 +55,12 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     from dwstok.training import binary_buffers, han_forced_merges, lang_weights, model_content
 
     with Timer() as t_load:
-        table, langs = read_pieces(up_dir / "pieces.arrow")
         stats = read_json(up_dir / "stats.json")
-        if table.num_rows == 0:
-            raise InputError("empty corpus: count found no pieces to train on")
         weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
-        weights = piece_weights(table, langs, weights_by_lang)
-        data, offsets = binary_buffers(table.column("piece"))
-        # The per-language columns (8 bytes a piece each, 33+ groups) are folded into
-        # `weights` now: drop them before the trainer allocates its slots.
-        # Arrow's pool keeps freed pages for itself; hand them back for numpy's arrays.
-        n_unique = table.num_rows
-        del table
-        import pyarrow as pa
-
-        pa.default_memory_pool().release_unused()
+        data, offsets, weights = read_pieces_weighted(up_dir, weights_by_lang)
+        n_unique = len(weights)
+        if n_unique == 0:
+            raise InputError("empty corpus: count found no pieces to train on")
 
     with Timer() as t_han:
         plan = None
@@ -226,36 +217,72 @@ def config_keys(config: Config) -> tuple[str, ...]:
     return CONFIG_KEYS + (("train",) if config.train.max_token_bytes is not None else ())
 
 
-def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
-    """Σ_g count_g(piece) · w_g as int64 (w_g fixed point, so the sum is exact)."""
-    from .count import LANG_PREFIX
+def read_pieces_weighted(count_dir: Path, weights_by_lang: dict[str, int]):
+    """``(data, offsets, weights)`` for the trainer from count's two files: the pieces'
+    bytes as one uint8 buffer with int64 offsets, and ``Σ_g count_g(piece) · w_g`` (int64)
+    from the sparse per-language counts, read a record batch at a time. Holds no more
+    than the trainer's input plus one batch, so reading does not set train's peak."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
 
-    w = np.zeros(table.num_rows, dtype=np.int64)
-    # numpy wraps int64 silently: bound the sum (Python ints) before computing it. Counts
-    # reach 2**35 at 100 GB and weights 2**20-2**26, far below; a crafted table may not.
-    bound = 0
-    for g in langs:
-        wg = int(weights_by_lang.get(g, 0))
-        if wg and table.num_rows:
-            bound += int(_col_max(table.column(LANG_PREFIX + g))) * wg
+    langs = read_languages(count_dir / PIECES)
+    with pa.memory_map(str(count_dir / PIECES)) as src:
+        r = ipc.open_file(src)
+        chunks = [r.get_batch(i).column("piece") for i in range(r.num_record_batches)]
+    n = sum(len(c) for c in chunks)
+    col = pa.chunked_array(chunks, pa.large_binary())
+    del chunks
+    from dwstok.training import binary_buffers
+
+    data, offsets = binary_buffers(col)  # one copy, the trainer's input
+    del col
+    wl = np.array([int(weights_by_lang.get(g, 0)) for g in langs], np.int64)
+    weights = np.zeros(n, np.int64)
+    top = np.zeros(len(langs), np.int64)  # the largest count per language
+    with pa.memory_map(str(count_dir / LANG_COUNTS)) as src:
+        r = ipc.open_file(src)
+        for i in range(r.num_record_batches):
+            b = r.get_batch(i)
+            lang = b.column("lang").to_numpy().astype(np.intp)
+            count = b.column("count").to_numpy()
+            np.maximum.at(top, lang, count)
+            rows = b.column("row").to_numpy()
+            # rows are sorted: sum each piece's languages, then add (a piece's rows may
+            # straddle two batches, hence add rather than assign)
+            new = np.ones(len(rows), bool)
+            new[1:] = rows[1:] != rows[:-1]
+            first = np.flatnonzero(new)
+            if len(first):
+                # numpy wraps int64 silently: check the bound (below) before trusting sums
+                weights[rows[first]] += np.add.reduceat(count * wl[lang], first)
+    check_weight_bound({g: int(top[i]) for i, g in enumerate(langs)}, weights_by_lang)
+    return data, offsets, weights
+
+
+def check_weight_bound(top_count: dict[str, int], weights_by_lang: dict[str, int]) -> None:
+    """Refuse counts whose weighted sum could pass 2**62 (numpy wraps int64 silently).
+    Counts reach 2**35 at 100 GB and weights 2**20-2**26, far below; a crafted file may not."""
+    bound = sum(int(c) * int(weights_by_lang.get(g, 0)) for g, c in top_count.items())
     if bound >= 2**62:
         raise InputError(
             f"piece counts times language weights reach {bound:,} (over 2**62): the weighted "
             "counts would overflow int64; this count/pieces.arrow is not from a real corpus"
         )
+
+
+def piece_weights(table, langs: list[str], weights_by_lang: dict[str, int]) -> np.ndarray:
+    """Σ_g count_g(piece) · w_g as int64 (w_g fixed point, so the sum is exact), from a
+    wide table (``count.read_pieces``)."""
+    from .count import LANG_PREFIX
+
+    top = {g: int(table.column(LANG_PREFIX + g).to_numpy().max(initial=0)) for g in langs}
+    check_weight_bound(top, weights_by_lang)
+    w = np.zeros(table.num_rows, dtype=np.int64)
     for g in langs:
         wg = int(weights_by_lang.get(g, 0))
         if wg:
-            col = table.column(LANG_PREFIX + g).to_numpy()
-            w += col * np.int64(wg)
+            w += table.column(LANG_PREFIX + g).to_numpy() * np.int64(wg)
     return w
-
-
-def _col_max(col) -> int:
-    import pyarrow.compute as pc
-
-    v = pc.max(col).as_py()
-    return int(v or 0)
 
 
 def plan_report(plan) -> dict[str, Any] | None:

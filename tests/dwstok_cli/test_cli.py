@@ -43,7 +43,7 @@ def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parque
     r = invoke(runner, "count", small_config, "--workdir", w, "--json")
     [s] = json.loads(r.stdout)["stages"]
     assert s["stage"] == "count" and s["status"] == "up to date" and s["counts"]["docs"] == 28
-    assert set(s["outputs"]) == {"pieces.arrow", "stats.json"}
+    assert set(s["outputs"]) == {"pieces.arrow", "lang_counts.arrow", "stats.json"}
 
 
 def test_info(runner, tmp_path, small_config, small_parquet):

@@ -10,7 +10,7 @@ import pytest
 from dwstok.errors import ConfigError
 from stages import Inputs, count, pretokenize, train
 from stages.count import pivot, read_pieces, reduce_parts
-from stages.count_partitions import prune, reduce_partitioned
+from stages.count_partitions import prune, reduce_partitioned, write_pieces
 from stages.executors import LocalExecutor
 from stages.manifest import read_json, read_manifest
 
@@ -33,13 +33,28 @@ def in_memory(paths, langs):
     return pivot(reduce_parts(paths, langs), langs)
 
 
+def partitioned(paths, langs, spill, k, **prune_args):
+    """The partitioned reduce written as count writes it, read back as one wide table;
+    also the two files' bytes and the pruning report."""
+    out = spill / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    meta = lambda report: {"dwstok.format_version": str(count.FORMAT_VERSION), "dwstok.languages": ",".join(langs)}
+    parts = reduce_partitioned(paths, langs, spill, k=k)
+    _, report = write_pieces(parts, out / count.PIECES, out / count.LANG_COUNTS, metadata=meta, **prune_args)
+    wide, _ = read_pieces(out / count.PIECES)
+    blobs = ((out / count.PIECES).read_bytes(), (out / count.LANG_COUNTS).read_bytes())
+    return wide.replace_schema_metadata(None), blobs, report
+
+
 @pytest.mark.parametrize("k", [1, 2, 3, 7, 10_000])
 def test_partitioned_equals_in_memory(tmp_path, parts, k):
     paths, langs = parts
     ref = in_memory(paths, langs)
-    got = reduce_partitioned(paths, langs, tmp_path / "spill", k=k)
+    got, blobs, _ = partitioned(paths, langs, tmp_path / "spill", k)
+    ref = ref.set_column(0, "piece", ref.column("piece").cast(pa.large_binary()))
     assert got.schema == ref.schema and got.equals(ref)
-    assert all(c.num_chunks == 1 for c in got.columns)  # one record batch, like the reference
+    _, one, _ = partitioned(paths, langs, tmp_path / "spill1", 1)
+    assert blobs == one  # the files' bytes do not depend on K
     assert not list((tmp_path / "spill").glob("rows-*"))  # row spills are removed once reduced
 
 
@@ -53,10 +68,10 @@ def test_partitions_beyond_the_pieces_are_empty_and_harmless(tmp_path, parts):
     orig = cp.splitters
     cp.splitters = lambda paths, k: cuts
     try:
-        got = reduce_partitioned(paths, langs, tmp_path / "spill", k=len(cuts) + 1)
+        got, _, _ = partitioned(paths, langs, tmp_path / "spill", len(cuts) + 1)
     finally:
         cp.splitters = orig
-    assert got.equals(ref)
+    assert got.equals(ref.set_column(0, "piece", ref.column("piece").cast(pa.large_binary())))
 
 
 def test_count_stage_bytes_do_not_depend_on_partitions(tmp_path):
@@ -68,7 +83,7 @@ def test_count_stage_bytes_do_not_depend_on_partitions(tmp_path):
         inp = Inputs(corpus=[corpus], workdir=w)
         pretokenize.run(cfg, inp, w / "pretokenize", LocalExecutor(1))
         m = count.run(cfg, inp, w / "count", LocalExecutor(1))
-        blobs.add((w / "count" / "pieces.arrow").read_bytes())
+        blobs.add(((w / "count" / "pieces.arrow").read_bytes(), (w / "count" / "lang_counts.arrow").read_bytes()))
         hashes.add((m.config_hash, m.output_hash))
         assert not (w / "count" / "_partitions").exists()
     assert len(blobs) == 1 and len(hashes) == 1
@@ -183,12 +198,17 @@ def test_counts_past_2_32_from_count_to_train(tmp_path):
         paths.append(p)
     langs = ["de", "en"]
     for k in (1, 3):
-        wide = reduce_partitioned(paths, langs, tmp_path / f"s{k}", k=k)
+        wide, _, _ = partitioned(paths, langs, tmp_path / f"s{k}", k)
         assert wide.column("count").type == pa.int64()
         d = dict(zip(wide.column("piece").to_pylist(), wide.column("count").to_pylist()))
         assert d == {p: c * 6 * big for p, c in base.items()}
         assert wide.column("lang:en").to_pylist() == [base[p] * 4 * big for p in wide.column("piece").to_pylist()]
     weights = piece_weights(wide, langs, {"de": 1, "en": 1})
+    from stages.train import read_pieces_weighted
+
+    data2, offsets2, weights2 = read_pieces_weighted(tmp_path / "s3" / "out", {"de": 3, "en": 1})
+    assert weights2.tolist() == piece_weights(wide, langs, {"de": 3, "en": 1}).tolist()
+    assert bytes(data2) == b"".join(wide.column("piece").to_pylist()) and offsets2[-1] == len(data2)
     assert weights.dtype == np.int64 and int(weights.max()) == 7 * 6 * big
     data = np.frombuffer(b"".join(wide.column("piece").to_pylist()), np.uint8)
     offsets = np.concatenate([[0], np.cumsum([len(p) for p in wide.column("piece").to_pylist()])])
@@ -217,7 +237,7 @@ def test_ray_reduces_partitions_like_local(tmp_path):
             pretokenize.run(cfg, inp, w / "pretokenize", ex)
             m = count.run(cfg, inp, w / "count", ex)
             assert m.info["partitions"] == 5
-            blobs.append((w / "count" / "pieces.arrow").read_bytes())
+            blobs.append(((w / "count" / "pieces.arrow").read_bytes(), (w / "count" / "lang_counts.arrow").read_bytes()))
     finally:
         ray.shutdown()
     assert blobs[0] == blobs[1]
@@ -236,13 +256,13 @@ def test_weighted_counts_that_would_wrap_int64_are_refused():
 
 
 @pytest.mark.parametrize("k", [1, 3, 10_000])
-def test_min_count_inside_partitions_equals_pruning_the_whole(tmp_path, parts, k):
+def test_pruning_while_writing_equals_pruning_the_whole(tmp_path, parts, k):
     paths, langs = parts
-    ref, report = prune(in_memory(paths, langs), min_count=3)
-    dropped = {}
-    got = reduce_partitioned(paths, langs, tmp_path / "spill", k=k, min_count=3, dropped=dropped)
-    assert got.equals(ref) and 0 < report["pieces_dropped"]
-    assert dropped == {key: report[key] for key in ("unique_pieces_before", "pieces_dropped", "occurrences_dropped")}
+    for args in ({"min_count": 3}, {"max_pieces": 7}, {"min_count": 2, "max_pieces": 5}):
+        ref, report = prune(in_memory(paths, langs), **args)
+        got, _, got_report = partitioned(paths, langs, tmp_path / f"spill{len(args)}{args.get('max_pieces')}", k, **args)
+        assert got.equals(ref.set_column(0, "piece", ref.column("piece").cast(pa.large_binary())))
+        assert 0 < report["pieces_dropped"] and got_report == report
 
 
 def test_stage_prunes_both_ways_like_prune(tmp_path):
@@ -259,3 +279,13 @@ def test_stage_prunes_both_ways_like_prune(tmp_path):
     assert out["on"].equals(want.replace_schema_metadata(out["on"].schema.metadata)) and want.num_rows == 25
     stats = read_json(tmp_path / "on" / "count" / "stats.json")["pruning"]
     assert stats == report
+
+
+def test_a_format_1_pieces_file_is_refused(tmp_path):
+    from dwstok.errors import ModelFileError
+    from stages.manifest import write_table
+
+    t = pa.table({"piece": [b"ab"], "count": pa.array([2], pa.int64()), "lang:en": pa.array([2], pa.int64())})
+    write_table(tmp_path / "pieces.arrow", t, metadata={"dwstok.kind": "count-pieces", "dwstok.languages": "en"})
+    with pytest.raises(ModelFileError, match="count format 1"):
+        read_pieces(tmp_path / "pieces.arrow")

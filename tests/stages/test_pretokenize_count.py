@@ -171,7 +171,8 @@ def test_split_files_count_like_whole_files(tmp_path):
     s1, _ = run_both(config(corpus={"split_bytes": 300}), corpus, split)
     assert m1.counts["shards"] == 2 and s1.counts["shards"] > 10
     # Same pieces with the same counts: the cuts never split a pretoken.
-    assert (whole / "count" / "pieces.arrow").read_bytes() == (split / "count" / "pieces.arrow").read_bytes()
+    for name in ("pieces.arrow", "lang_counts.arrow"):
+        assert (whole / "count" / name).read_bytes() == (split / "count" / name).read_bytes()
     jsonl_docs = len(docs(6))
     # the .txt file stays one document however the JSONL beside it is split
     assert m1.counts["docs"] == s1.counts["docs"] == jsonl_docs + 1
