@@ -63,6 +63,8 @@ def run_stage(stage: str, config: str, corpus: Path, workdir: Path, repo: Path, 
         raise SystemExit(f"{stage} failed ({p.returncode}):\n{p.stderr[-3000:]}")
     rss_kb = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr).group(1))
     summary = json.loads(p.stdout)
+    if isinstance(summary, dict) and "stages" in summary:  # schema dwstok-run/1
+        summary = summary["stages"]
     if isinstance(summary, list):
         summary = summary[0]
     return {"seconds": round(seconds, 2), "peak_rss": rss_kb * 1024, "counts": summary.get("counts", {}),

@@ -1,17 +1,27 @@
-"""Training benchmark: dwstok vs rustbpe vs HF tokenizers (issue 3).
+"""Training benchmark: the dwstok CLI vs rustbpe vs HF tokenizers at several corpus sizes
+(issues 3 and 17).
 
-Every measurement runs in its own subprocess, so wall time and peak RSS (ru_maxrss,
-imports included) belong to that one run. All three train on the same documents with
-the o200k pattern; rustbpe and HF get two threads (RAYON_NUM_THREADS=2) and their texts
-already in memory. dwstok starts from the Parquet file twice over: ``dwstok`` runs
-read + pretokenize + count + train in-process through the functions ``train_bpe`` uses;
-``dwstok-cli`` runs what users run, the ``pretokenize``, ``count`` and ``train`` stages of
-the CLI with ``--workers 2`` and configs/32.1.yaml (o200k, no balance, no Han forcing),
-artifacts written to disk included; its peak RSS is the largest of the three processes.
+Every measurement runs in its own subprocess, so wall time and peak RSS belong to that
+run. All train on the same text with the o200k pattern and vocab 32,768 (configs/32.1.yaml:
+no balance, no Han forcing); rustbpe and HF get two threads (RAYON_NUM_THREADS=2) and
+their texts already in memory (their wall is the training call only). ``dwstok-cli``
+runs what users run: ``dwstok pretokenize``, ``count`` and ``train`` as three processes
+with ``--workers 2`` from the Parquet file, artifacts written to disk included; its
+wall is the sum of the three processes' and its peak RSS the largest of them.
 
-    .venv/bin/python bench/train.py                 # the full comparison + scaling
-    .venv/bin/python bench/train.py --quick         # ¼ corpus, vocab 8k, no scaling
-    .venv/bin/python bench/train.py --child dwstok --vocab 4096 --frac 0.25   # one run
+Corpora: the first N MB of text of train.parquet (``--sizes 20,100,203``), written with
+the source's row-group size, so a slice shards as the whole file does. Tools run
+interleaved, ``--repeat`` times per size; the tables give medians.
+
+Per stage, the breakdown gives each process's wall and peak RSS, the stage's own timings
+(from ``--json``) and, for train, the time inside the merge kernel (``learn_s``) against
+everything around it (process start, imports, reading, writing).
+
+    .venv/bin/python bench/train.py                             # 20, 100, 203 MB, 3 runs
+    .venv/bin/python bench/train.py --sizes 20 --repeat 1 --tools dwstok-cli,rustbpe
+    .venv/bin/python bench/train.py --child rustbpe --corpus X.parquet   # one run
+
+Results: ``bench/results/train-<time>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -20,111 +30,66 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
 
-CORPUS = SHARED / "corpus"
+CORPUS = SHARED / "corpus" / "train.parquet"
+MB = 1_000_000
+VOCAB = 32768
+STAGES = ("pretokenize", "count", "train")
 
 
-def _texts(split: str, frac: float) -> list[str]:
+def corpus_slice(size_mb: int, work: Path) -> Path:
+    """The first rows of train.parquet whose text adds up to ``size_mb`` MB (UTF-8),
+    in row groups of the source's size (the whole split for 203)."""
+    import numpy as np
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    col = pq.read_table(CORPUS / f"{split}.parquet", columns=["text"]).column("text")
-    n = int(round(len(col) * frac))
-    return col.slice(0, n).to_pylist()
+    out = work / f"train-{size_mb}MB.parquet"
+    if out.exists():
+        return out
+    pf = pq.ParquetFile(CORPUS)
+    rows_per_group = max(1, pf.metadata.num_rows // pf.metadata.num_row_groups)
+    t = pf.read()
+    sizes = pc.binary_length(t.column("text").cast("binary")).to_numpy()
+    n = int(np.searchsorted(np.cumsum(sizes), size_mb * MB)) + 1
+    work.mkdir(parents=True, exist_ok=True)
+    pq.write_table(t.slice(0, min(n, t.num_rows)), out, compression="zstd", row_group_size=rows_per_group)
+    return out
 
 
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
+def child(tool: str, corpus: Path) -> dict:
+    """One in-memory peer run (rustbpe or hf) in this process."""
+    import pyarrow.parquet as pq
+
+    sys.path.insert(0, str(ROOT))
     from dwstok.patterns import PATTERNS
 
     pattern = PATTERNS["o200k"]
-    out: dict = {"tool": tool, "vocab": vocab, "frac": frac}
-    if tool == "dwstok":
-        import pyarrow.parquet as pq
-
-        from dwstok.training import binary_buffers, build_tokenizer, count_pieces
-        from dwstok.merge_learner import learn_merges
-
-        # The whole split starts from the Parquet file (reading is timed); a fraction
-        # starts from texts in memory, like the peers.
-        source = CORPUS / "train.parquet" if frac >= 1 else _texts("train", frac)
-        t0 = t1 = time.perf_counter()
-        table = count_pieces(source, pattern="o200k")
-        t2 = time.perf_counter()
-        data, offsets = binary_buffers(table.column("piece"))
-        weights = table.column("count").to_numpy()
-        res = learn_merges(data, offsets, weights, vocab - 256)
-        t3 = time.perf_counter()
-        tok = build_tokenizer(res.merges, pattern="o200k")
-        t4 = time.perf_counter()
-        out.update(
-            wall_s=t4 - t0,
-            count_s=t2 - t1,
-            learn_s=t3 - t2,
-            build_s=t4 - t3,
-            unique_pieces=table.num_rows,
-            unique_bytes=int(data.size),
-            pretokens=int(weights.sum()),
-            merges=len(res.merges),
-        )
-        merges = res.merges
-        encode_batch = lambda xs: tok.encode_batch(xs)  # noqa: E731
-    elif tool == "dwstok-cli":
-        import tempfile
-
-        import pyarrow.parquet as pq
-
-        from dwstok import Tokenizer
-
-        with tempfile.TemporaryDirectory() as tmp:
-            corpus = CORPUS / "train.parquet"
-            if frac < 1:
-                corpus = Path(tmp) / "train.parquet"
-                full = pq.read_table(CORPUS / "train.parquet")
-                pq.write_table(full.slice(0, int(round(full.num_rows * frac))), corpus, compression="zstd")
-            config = Path(tmp) / "bench.yaml"
-            config.write_text((ROOT / "configs" / "32.1.yaml").read_text().replace("vocab_size: 32768", f"vocab_size: {vocab}"))
-            dwstok = Path(sys.executable).with_name("dwstok")
-            t0 = time.perf_counter()
-            for stage in ("pretokenize", "count", "train"):
-                t = time.perf_counter()
-                subprocess.run(
-                    [str(dwstok), stage, str(config), "--corpus", str(corpus), "--workdir", f"{tmp}/w", "--workers", "2"],
-                    check=True,
-                    capture_output=True,
-                )
-                out[f"{stage}_s"] = time.perf_counter() - t
-            out["wall_s"] = time.perf_counter() - t0
-            out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-            tok = Tokenizer.load(f"{tmp}/w/train/model.json")
-        merges = tok.merges
-        out["merges"] = len(merges)
-        encode_batch = lambda xs: tok.encode_batch(xs)  # noqa: E731
-    elif tool == "rustbpe":
+    texts = pq.read_table(corpus, columns=["text"]).column("text").to_pylist()
+    out: dict = {"tool": tool}
+    if tool == "rustbpe":
         import rustbpe
 
-        texts = _texts("train", frac)
         t0 = time.perf_counter()
         tok = rustbpe.Tokenizer()
-        tok.train_from_iterator(iter(texts), vocab, pattern=pattern)
+        tok.train_from_iterator(iter(texts), VOCAB, pattern=pattern)
         out["wall_s"] = time.perf_counter() - t0
-        ranks = tok.get_mergeable_ranks()
-        merges = None
         out["merges"] = tok.vocab_size - 256
-        encode_batch = tok.batch_encode
-        out["_ranks"] = sorted(((bytes(b), r) for b, r in ranks), key=lambda x: x[1])[256:] if ranks else []
     elif tool == "hf":
-        from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+        from tokenizers import Regex, Tokenizer, models, pre_tokenizers, trainers
 
-        texts = _texts("train", frac)
         t0 = time.perf_counter()
         tok = Tokenizer(models.BPE())
         tok.pre_tokenizer = pre_tokenizers.Sequence(
@@ -133,78 +98,188 @@ def child(tool: str, vocab: int, frac: float, dev: bool) -> dict:
                 pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
             ]
         )
-        tok.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
-            vocab_size=vocab, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
+            vocab_size=VOCAB, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
         )
         tok.train_from_iterator(texts, trainer=trainer)
         out["wall_s"] = time.perf_counter() - t0
         out["merges"] = tok.get_vocab_size() - 256
-        merges = None
-        encode_batch = lambda xs: [e.ids for e in tok.encode_batch(xs)]  # noqa: E731
     else:
         raise SystemExit(f"unknown tool {tool}")
-    out.setdefault("peak_rss_mb", _peak_rss_mb())
-    if dev:
-        dev_texts = _texts("dev", 1.0)
-        n_bytes = sum(len(t.encode("utf-8")) for t in dev_texts)
-        n_tok = sum(len(ids) for ids in encode_batch(dev_texts))
-        out["dev_bytes_per_token"] = n_bytes / n_tok
-    if merges is not None:
-        out["_merges"] = [(a.hex(), b.hex()) for a, b in merges[:2000]]
-    if "_ranks" in out:
-        out["_ranks"] = [b.hex() for b, _ in out["_ranks"][:2000]]
+    out["peak_rss_mb"] = _peak_rss_mb()
     return out
 
 
-def run(tool: str, vocab: int, frac: float, dev: bool = False) -> dict:
-    env = dict(os.environ, RAYON_NUM_THREADS="2", NUMBA_NUM_THREADS="2")
-    cmd = [sys.executable, __file__, "--child", tool, "--vocab", str(vocab), "--frac", str(frac)]
-    if dev:
-        cmd.append("--dev")
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
-    if r.returncode != 0:
-        raise RuntimeError(f"{tool} failed:\n{r.stderr[-3000:]}")
-    res = json.loads(r.stdout.strip().splitlines()[-1])
-    shown = {k: (round(v, 3) if isinstance(v, float) else v) for k, v in res.items() if not k.startswith("_")}
-    print(json.dumps(shown), flush=True)
+def _run_wait4(cmd: list[str], env: dict) -> tuple[float, float, int, str, str]:
+    """(wall s, peak RSS MB, exit code, stdout, stderr) of one process, its peak RSS from
+    GNU time (a child forked from this process would inherit this process's high-water
+    mark across exec, so the RSS is measured under the small ``time`` process)."""
+    with tempfile.NamedTemporaryFile("r") as rss, tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        t0 = time.perf_counter()
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], env=env, stdout=fo, stderr=fe, text=True)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        kb = int(open(rss.name).read().split()[-1])
+        return wall, kb / 1024, p.returncode, fo.read(), fe.read()
+
+
+def run_cli(corpus: Path, work: Path) -> dict:
+    """pretokenize, count, train as three ``dwstok`` processes (--workers 2)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="2")
+    config = ROOT / "configs" / "32.1.yaml"
+    wd = work / "w"
+    if wd.exists():
+        import shutil
+
+        shutil.rmtree(wd)
+    out: dict = {"tool": "dwstok-cli", "stages": {}}
+    for stage in STAGES:
+        cmd = [sys.executable, "-m", "dwstok_cli.main", stage, str(config), "--corpus", str(corpus),
+               "--workdir", str(wd), "--workers", "2", "--json", "-q"]
+        wall, rss, code, so, se = _run_wait4(cmd, env)
+        if code != 0:
+            raise RuntimeError(f"dwstok {stage} failed ({code}):\n{se[-3000:]}")
+        [rec] = json.loads(so)["stages"]
+        out["stages"][stage] = {"wall_s": wall, "peak_rss_mb": rss, "stage_s": rec["seconds"],
+                                "timings": rec["timings"], "counts": rec["counts"]}
+    st = out["stages"]
+    out["wall_s"] = sum(s["wall_s"] for s in st.values())
+    out["peak_rss_mb"] = max(s["peak_rss_mb"] for s in st.values())
+    out["kernel_s"] = st["train"]["timings"].get("learn_s", 0.0)
+    out["around_kernel_s"] = out["wall_s"] - out["kernel_s"]
+    out["unique_pieces"] = st["count"]["counts"].get("unique_pieces")
+    out["merges"] = st["train"]["counts"].get("merges")
+    out["model_sha256"] = None
+    model = wd / "train" / "model.json"
+    if model.exists():
+        import hashlib
+
+        out["model_sha256"] = hashlib.sha256(model.read_bytes()).hexdigest()
+    return out
+
+
+def run_peer(tool: str, corpus: Path) -> dict:
+    env = dict(os.environ, RAYON_NUM_THREADS="2", PYTHONPATH=str(ROOT))
+    cmd = [sys.executable, __file__, "--child", tool, "--corpus", str(corpus)]
+    wall, rss, code, so, se = _run_wait4(cmd, env)
+    if code != 0:
+        raise RuntimeError(f"{tool} failed ({code}):\n{se[-3000:]}")
+    res = json.loads(so.strip().splitlines()[-1])
+    res["process_wall_s"] = wall
+    res["peak_rss_mb"] = max(res["peak_rss_mb"], rss)
     return res
+
+
+def _median(xs):
+    return statistics.median(xs) if xs else float("nan")
+
+
+def summarise(runs: dict) -> dict:
+    """Medians per size and tool, ratios against rustbpe, per-stage medians."""
+    out = {}
+    for size, by_tool in runs.items():
+        s: dict = {}
+        for tool, rs in by_tool.items():
+            s[tool] = {"wall_s": _median([r["wall_s"] for r in rs]), "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
+                       "runs": len(rs)}
+            if tool == "dwstok-cli":
+                s[tool]["kernel_s"] = _median([r["kernel_s"] for r in rs])
+                s[tool]["around_kernel_s"] = _median([r["around_kernel_s"] for r in rs])
+                s[tool]["unique_pieces"] = rs[0]["unique_pieces"]
+                s[tool]["stages"] = {
+                    st: {
+                        "wall_s": _median([r["stages"][st]["wall_s"] for r in rs]),
+                        "stage_s": _median([r["stages"][st]["stage_s"] for r in rs]),
+                        "peak_rss_mb": max(r["stages"][st]["peak_rss_mb"] for r in rs),
+                        "timings": {k: _median([r["stages"][st]["timings"][k] for r in rs])
+                                    for k in rs[0]["stages"][st]["timings"]},
+                    }
+                    for st in STAGES
+                }
+                s[tool]["model_sha256"] = sorted({r["model_sha256"] for r in rs})
+        rb = s.get("rustbpe", {}).get("wall_s")
+        if rb:
+            for tool in s:
+                s[tool]["vs_rustbpe"] = s[tool]["wall_s"] / rb
+            rss = s["rustbpe"]["peak_rss_mb"]
+            for tool in s:
+                s[tool]["rss_vs_rustbpe"] = s[tool]["peak_rss_mb"] / rss
+        out[size] = s
+    return out
+
+
+def markdown(summary: dict, meta: dict) -> str:
+    lines = [f"# Training: dwstok CLI vs rustbpe vs HF ({meta['time']})", "",
+             f"`{meta['command']}`; vocab {VOCAB}, o200k, 2 workers / 2 threads; medians of "
+             f"{meta['repeat']} interleaved runs; load average at start {meta['load_start']}, "
+             f"at end {meta['load_end']} (2 cores, shared). dwstok wall = the three CLI processes, "
+             "start-up included; peers' wall = their training call, texts in memory.", "",
+             "| corpus | unique pieces | dwstok-cli s | rustbpe s | HF s | dwstok / rustbpe | peak RSS dwstok / rustbpe / HF MB |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for size, s in summary.items():
+        d, r, h = s.get("dwstok-cli", {}), s.get("rustbpe", {}), s.get("hf", {})
+        f = lambda x, k, fmt="{:.1f}": fmt.format(x[k]) if k in x else "-"  # noqa: E731
+        lines.append(
+            f"| {size} MB | {d.get('unique_pieces', 0):,} | {f(d, 'wall_s')} | {f(r, 'wall_s')} | {f(h, 'wall_s')} | "
+            f"{f(d, 'vs_rustbpe', '{:.2f}x')} | {f(d, 'peak_rss_mb', '{:.0f}')} / {f(r, 'peak_rss_mb', '{:.0f}')} / {f(h, 'peak_rss_mb', '{:.0f}')} |"
+        )
+    lines += ["", "Per stage (dwstok-cli, medians; process wall includes start-up and imports; "
+              "kernel = train's learn_s, inside dwstok.merge_learner):", "",
+              "| corpus | pretokenize s | count s | train s | of which kernel | around the kernel (all stages) | peak RSS pretok / count / train MB | stage timings |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for size, s in summary.items():
+        d = s.get("dwstok-cli")
+        if not d:
+            continue
+        st = d["stages"]
+        timings = "; ".join(f"{k}: " + ", ".join(f"{n} {v:.2f}" for n, v in st[k]["timings"].items()) for k in STAGES)
+        lines.append(
+            f"| {size} MB | {st['pretokenize']['wall_s']:.2f} | {st['count']['wall_s']:.2f} | {st['train']['wall_s']:.2f} | "
+            f"{d['kernel_s']:.2f} | {d['around_kernel_s']:.2f} | "
+            f"{st['pretokenize']['peak_rss_mb']:.0f} / {st['count']['peak_rss_mb']:.0f} / {st['train']['peak_rss_mb']:.0f} | {timings} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child")
-    ap.add_argument("--vocab", type=int, default=32768)
-    ap.add_argument("--frac", type=float, default=1.0)
-    ap.add_argument("--dev", action="store_true")
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--tools", default="dwstok,dwstok-cli,rustbpe,hf")
-    ap.add_argument("--no-scaling", action="store_true")
+    ap.add_argument("--corpus", type=Path)
+    ap.add_argument("--sizes", default="20,100,203")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--tools", default="dwstok-cli,rustbpe,hf")
+    ap.add_argument("--hf-repeat", type=int, default=1, help="HF runs per size (it is the slowest)")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "dwstok-bench-train")
+    ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.vocab, args.frac, args.dev)))
+        print(json.dumps(child(args.child, args.corpus)))
         return
-    vocab, frac = (8192, 0.25) if args.quick else (args.vocab, args.frac)
-    print(f"# compare at vocab {vocab}, {frac:g} of the train split", flush=True)
-    results = {t: run(t, vocab, frac, dev=True) for t in args.tools.split(",")}
-    print("# tool          wall s   vs rustbpe   peak RSS MB   dev bytes/token")
-    base = results.get("rustbpe", {}).get("wall_s")
-    for t, r in results.items():
-        ratio = f"{base / r['wall_s']:.2f}x" if base else "-"
-        print(f"# {t:<12} {r['wall_s']:8.1f} {ratio:>12} {r['peak_rss_mb']:13.0f} {r.get('dev_bytes_per_token', 0):17.3f}")
-    if "dwstok" in results and "rustbpe" in results:
-        a = [bytes.fromhex(x) + bytes.fromhex(y) for x, y in results["dwstok"]["_merges"]]
-        b = [bytes.fromhex(x) for x in results["rustbpe"]["_ranks"]]
-        same = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
-        print(f"# first {same} merged tokens identical between dwstok and rustbpe (of {min(len(a), len(b))} compared)")
-    if args.quick or args.no_scaling:
-        return
-    print("# dwstok scaling with vocab (full corpus)", flush=True)
-    for v in (4096, 8192, 16384):
-        run("dwstok", v, 1.0)
-    print("# dwstok scaling with corpus size (vocab 32768)", flush=True)
-    for f in (0.25, 0.5):
-        run("dwstok", 32768, f)
+    tools = args.tools.split(",")
+    sizes = [int(s) for s in args.sizes.split(",")]
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    meta = {"time": stamp, "command": "bench/train.py " + " ".join(sys.argv[1:]), "repeat": args.repeat,
+            "load_start": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
+    runs: dict = {}
+    for size in sizes:
+        corpus = corpus_slice(size, args.work)
+        runs[size] = {t: [] for t in tools}
+        for i in range(args.repeat):
+            for tool in tools:
+                if tool == "hf" and i >= args.hf_repeat:
+                    continue
+                r = run_cli(corpus, args.work) if tool == "dwstok-cli" else run_peer(tool, corpus)
+                runs[size][tool].append(r)
+                shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "stages"}
+                print(json.dumps({"size_mb": size, "run": i, **shown}), flush=True)
+    meta["load_end"] = round(os.getloadavg()[0], 1)
+    summary = summarise(runs)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / f"train-{stamp}.json").write_text(json.dumps({"meta": meta, "summary": summary, "runs": runs}, indent=1))
+    md = markdown(summary, meta)
+    (args.out / f"train-{stamp}.md").write_text(md)
+    print(md)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,10 @@ COMPACT_ROWS = 4_000_000
 # file, is cut where no built-in pattern's pretoken spans), so the piece offsets (8 bytes
 # per byte of text at worst) stay bounded whatever the document's size.
 SCAN_BYTES = 32 << 20
+# A shard's job spends its time in Arrow (Parquet reading, group-by) and the nogil
+# scanner kernel: threads, not spawned processes (each of which imports Numba and
+# loads the kernels before its first shard).
+GIL_FREE = True
 
 
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
@@ -84,7 +88,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     # Built next to the previous result, swapped in only once complete.
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
 
-    with Timer() as t_map, shard_progress.channel(executor, len(shards)) as reporter:
+    with Timer() as t_map, shard_progress.channel(executor, len(shards), gil_free=GIL_FREE) as reporter:
         tasks = [
             _Task(
                 config,
@@ -96,7 +100,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             for s in shards
         ]
         results = list(
-            executor.map(_pretokenize_shard, tasks, label=STAGE, total_bytes=total_bytes(shards))
+            executor.map(_pretokenize_shard, tasks, label=STAGE, total_bytes=total_bytes(shards), gil_free=GIL_FREE)
         )
     remove_stale_parts(staging.dir, keep=len(shards))
 

@@ -236,6 +236,8 @@ def read_pieces_weighted(count_dir: Path, weights_by_lang: dict[str, int]):
 
     data, offsets = binary_buffers(col)  # one copy, the trainer's input
     del col
+    # Arrow's pool keeps freed pages for itself; hand the batches' back for numpy's arrays.
+    pa.default_memory_pool().release_unused()
     wl = np.array([int(weights_by_lang.get(g, 0)) for g in langs], np.int64)
     weights = np.zeros(n, np.int64)
     top = np.zeros(len(langs), np.int64)  # the largest count per language
