@@ -1,7 +1,8 @@
 """The ``dwstok`` command: a Click group; one module per command.
 
-Only click is imported here, so ``dwstok --help`` is instant; each command imports the
-pipeline when it runs.
+Only click is imported here; a command's module is imported when that command runs
+(or ``--help`` lists them), and it imports the pipeline only then, so every stage
+process starts on what it needs.
 """
 
 from __future__ import annotations
@@ -15,7 +16,39 @@ from .errors import ErrorHandlingGroup
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100, "auto_envvar_prefix": "DWSTOK"}
 
 
-@click.group(cls=ErrorHandlingGroup, context_settings=CONTEXT)
+# command name -> module of dwstok_cli that defines it (as ``command``)
+COMMANDS = {
+    "pretokenize": "pretokenize",
+    "count": "count",
+    "train": "train",
+    "export": "export",
+    "encode-shards": "encode_shards",
+    "build": "build",
+    "status": "status",
+    "info": "info",
+    "verify": "verify",
+    "eval": "eval",
+    "encode": "encode",
+    "page": "page",
+    "config": "config_cmd",
+}
+
+
+class LazyGroup(ErrorHandlingGroup):
+    """Imports a command's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(COMMANDS) | set(self.commands))
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name not in self.commands and name in COMMANDS:
+            import importlib
+
+            self.add_command(importlib.import_module(f"{__package__}.{COMMANDS[name]}").command, name)
+        return self.commands.get(name)
+
+
+@click.group(cls=LazyGroup, context_settings=CONTEXT)
 @click.option("--debug", is_flag=True, envvar="DWSTOK_DEBUG", help="Show tracebacks on errors.")
 @click.version_option(package_name="dwstok", prog_name="dwstok")
 @click.pass_context
@@ -29,16 +62,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
 
-
-def _register() -> None:
-    from . import build, config_cmd, count, encode, encode_shards, export, info, page, pretokenize, status, train, verify
-    from . import eval as evaluate
-
-    for mod in (pretokenize, count, train, export, encode_shards, build, status, info, verify, evaluate, encode, page, config_cmd):
-        cli.add_command(mod.command)
-
-
-_register()
 
 if __name__ == "__main__":  # pragma: no cover
     cli()
