@@ -39,6 +39,10 @@ import numpy as np
 PART_BYTES = 4 << 20
 MAX_AUTO_PARTITIONS = 256
 SAMPLE_SHARDS = 8
+# Pieces sampled for the splitters, at most, over all the shards sampled.
+SAMPLE_ROWS = 1 << 18
+# Rows of a shard split into partitions at a time.
+SPLIT_ROWS = 1 << 19
 
 
 def auto_partitions(input_bytes: int) -> int:
@@ -62,8 +66,16 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
     if k <= 1 or not paths:
         return []
     step = max(1, len(paths) // SAMPLE_SHARDS)
-    cols = [read_table(p).column("piece") for p in paths[::step][:SAMPLE_SHARDS]]
-    sample = pc.unique(pa.chunked_array([c.cast(pa.large_binary()) for c in cols], pa.large_binary()))
+    chosen = paths[::step][:SAMPLE_SHARDS]
+    cols = []
+    for p in chosen:
+        # every n-th row, so the sample (and its memory) stays bounded however large a
+        # shard is (its rows are in hash order: a stride samples their bytes evenly)
+        col = read_table(p).column("piece")
+        stride = max(1, len(col) // max(1, SAMPLE_ROWS // len(chosen)))
+        cols.append(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()))
+        del col
+    sample = pc.unique(pa.chunked_array(cols, pa.large_binary()))
     sample = sample.take(pc.sort_indices(sample))
     n = len(sample)
     if n == 0:
@@ -116,20 +128,25 @@ def reduce_partitioned(
     try:
         for j, p in enumerate(paths):
             t = read_table(p)
-            piece = t.column("piece").cast(pa.large_binary())
-            lid = pc.index_in(t.column("lang"), value_set=value_set).cast(pa.int32())
-            rows = pa.table({"piece": piece, "lang": lid, "count": t.column("count").cast(pa.int64())}, schema=schema)
-            if k == 1:
-                writers[0].write_table(rows)
-            else:
-                ids = partition_ids(piece, cuts)
-                order = np.argsort(ids, kind="stable")
-                bounds = np.searchsorted(ids[order], np.arange(k + 1))
-                rows = rows.take(pa.array(order))
-                for i in range(k):
-                    if bounds[i + 1] > bounds[i]:
-                        writers[i].write_table(rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])))
-            del t, rows
+            # A slice at a time: the copies below (wider offsets, the partition order)
+            # stay bounded however many rows one shard holds.
+            for start in range(0, t.num_rows, SPLIT_ROWS):
+                part = t.slice(start, SPLIT_ROWS)
+                piece = part.column("piece").cast(pa.large_binary())
+                lid = pc.index_in(part.column("lang"), value_set=value_set).cast(pa.int32())
+                rows = pa.table({"piece": piece, "lang": lid, "count": part.column("count").cast(pa.int64())}, schema=schema)
+                if k == 1:
+                    writers[0].write_table(rows)
+                else:
+                    ids = partition_ids(piece, cuts)
+                    order = np.argsort(ids, kind="stable")
+                    bounds = np.searchsorted(ids[order], np.arange(k + 1))
+                    rows = rows.take(pa.array(order))
+                    for i in range(k):
+                        if bounds[i + 1] > bounds[i]:
+                            writers[i].write_table(rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])))
+                del part, piece, lid, rows
+            del t
             if on_part:
                 on_part(sizes[j] if sizes else 0)
     finally:

@@ -58,6 +58,18 @@ def test_partitioned_equals_in_memory(tmp_path, parts, k):
     assert not list((tmp_path / "spill").glob("rows-*"))  # row spills are removed once reduced
 
 
+def test_small_split_slices_and_samples_change_nothing(tmp_path, parts, monkeypatch):
+    # A shard split a few rows at a time, splitters from a few sampled rows: same files.
+    import stages.count_partitions as cp
+
+    paths, langs = parts
+    _, want, _ = partitioned(paths, langs, tmp_path / "a", 4)
+    monkeypatch.setattr(cp, "SPLIT_ROWS", 5)
+    monkeypatch.setattr(cp, "SAMPLE_ROWS", 3)
+    _, got, _ = partitioned(paths, langs, tmp_path / "b", 4)
+    assert got == want
+
+
 def test_partitions_beyond_the_pieces_are_empty_and_harmless(tmp_path, parts):
     # Splitters below, between and above every piece: some partitions get no rows.
     paths, langs = parts
