@@ -158,7 +158,7 @@ def test_failed_rerun_with_new_config_keeps_the_old_result(tmp_path):
 
 @pytest.mark.parametrize(
     "stage,target",
-    [(count, "pivot"), (train, "piece_weights")],
+    [(count, "write_pieces"), (train, "read_pieces_weighted")],
 )
 def test_reduce_stage_failure_keeps_the_old_result(tmp_path, monkeypatch, stage, target):
     good = write_jsonl(tmp_path / "a.jsonl", docs(2))
