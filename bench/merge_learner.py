@@ -128,8 +128,8 @@ def rustbpe_child(corpus: str, vocab: int) -> dict:
     return {"seconds": seconds, "peak_rss": peak, "rss_before": base}
 
 
-def _spawn(argv: list[str], env_extra: dict | None = None) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env_extra or {}))
+def _spawn(argv: list[str], env_extra: dict | None = None, repo: Path = ROOT) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(repo), **(env_extra or {}))
     p = subprocess.run([sys.executable, __file__, *argv], capture_output=True, text=True, env=env, cwd=ROOT)
     if p.returncode != 0:
         raise SystemExit(p.stderr[-3000:])
@@ -141,15 +141,26 @@ def run(args) -> dict:
 
     work = Path(args.workdir)
     sizes = [int(s) for s in args.sizes.split(",")]
-    out = {"label": args.label, "load_avg": os.getloadavg(), "rows": []}
+    out = {"label": args.label, "baseline": args.baseline, "load_avg": os.getloadavg(), "rows": []}
     for name in args.configs.split(","):
         for size in sizes:
-            runs = [_spawn(["--child", str(work / f"{name}-{size}MB.npz")]) for _ in range(args.repeat)]
+            npz = str(work / f"{name}-{size}MB.npz")
+            runs, base_runs = [], []
+            for _ in range(args.repeat):  # interleaved, so both see the same load
+                if args.baseline:
+                    base_runs.append(_spawn(["--child", npz], repo=Path(args.baseline)))
+                runs.append(_spawn(["--child", npz]))
             row = {"config": name, "size_mb": size, **{k: v for k, v in runs[0].items() if k not in ("seconds",)}}
             row["seconds_all"] = [round(r["seconds"], 3) for r in runs]
             row["seconds"] = statistics.median(r["seconds"] for r in runs)
             row["kernel_peak"] = min(r["kernel_peak"] for r in runs)
             assert len({r["merges_sha256"] for r in runs}) == 1
+            if base_runs:
+                row["baseline_seconds_all"] = [round(r["seconds"], 3) for r in base_runs]
+                row["baseline_seconds"] = statistics.median(r["seconds"] for r in base_runs)
+                row["baseline_kernel_peak"] = min(r["kernel_peak"] for r in base_runs)
+                row["baseline_merges_equal"] = all(r["merges_sha256"] == row["merges_sha256"] for r in base_runs)
+                row["baseline_counts_equal"] = all(r["counts_sha256"] == row["counts_sha256"] for r in base_runs)
             if args.with_rustbpe and name == "32.1":
                 rb = [_spawn(["--rustbpe", str(work / f"train-{size}MB.parquet")], {"RAYON_NUM_THREADS": "2"})
                       for _ in range(args.repeat)]
@@ -163,6 +174,10 @@ def run(args) -> dict:
             slope, base = np.polyfit([r["unique_pieces"] for r in rows], [r["kernel_peak"] for r in rows], 1)
             out[f"slope_{name}"] = {"bytes_per_piece": float(slope), "base_bytes": float(base)}
             print(f"{name}: kernel peak = {base / 1e6:.1f} MB + {slope:.1f} B x unique pieces", flush=True)
+            if rows[0].get("baseline_kernel_peak"):
+                s0, b0 = np.polyfit([r["unique_pieces"] for r in rows], [r["baseline_kernel_peak"] for r in rows], 1)
+                out[f"baseline_slope_{name}"] = {"bytes_per_piece": float(s0), "base_bytes": float(b0)}
+                print(f"{name} baseline: kernel peak = {b0 / 1e6:.1f} MB + {s0:.1f} B x unique pieces", flush=True)
     out["load_avg_end"] = os.getloadavg()
     return out
 
@@ -177,6 +192,7 @@ def main() -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--label", default="after")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--baseline", help="checkout whose learner runs interleaved with this one (PYTHONPATH)")
     ap.add_argument("--with-rustbpe", dest="with_rustbpe", action="store_true")
     args = ap.parse_args()
     if args.child:

@@ -41,8 +41,10 @@ import numpy as np
 from ._jit import njit
 from .errors import ConfigError, InputError
 
-_EMPTY = np.int64(-1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Initial room for pairs and listings (the tests shrink them to exercise growth).
+_CAP0 = 1 << 17
+_POOL0 = 1024
 
 
 class TrainResult(NamedTuple):
@@ -65,13 +67,29 @@ def _grow(a, size):
 
 
 @njit
-def _slot(keys, mask, key):
-    """Slot of ``key`` in the open-addressing table, or the empty slot where it goes."""
+def _slot(table, pl, pr, x, y):
+    """Slot of pair (x, y) in the open-addressing table of pair ids, or the empty slot
+    where it goes. The table holds ids only; a slot's pair is read from ``pl``/``pr``."""
+    key = (np.int64(x) << 32) | np.int64(y)
+    mask = table.shape[0] - 1
     # Fibonacci hashing: the top bits of the product depend on every bit of the key.
     h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-    while keys[h] != key and keys[h] != _EMPTY:
+    while table[h] != -1 and not (pl[table[h]] == x and pr[table[h]] == y):
         h = (h + 1) & mask
     return h
+
+
+@njit
+def _rehash(size, pl, pr, pc, n_pairs):
+    """A table of ``size`` slots (a power of two) holding the pairs still counted.
+
+    A pair whose count fell to 0 never occurs again, so it is never looked up again.
+    """
+    table = np.full(size, -1, np.int32)
+    for r in range(n_pairs):
+        if pc[r] > 0:
+            table[_slot(table, pl, pr, pl[r], pr[r])] = r
+    return table
 
 
 @njit
@@ -142,38 +160,49 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
 
 
 @njit
-def _find(keys, vals, mask, x, y):
+def _find(table, pl, pr, x, y):
     """The pair (x, y), or -1."""
-    key = (np.int64(x) << 32) | np.int64(y)
-    s = _slot(keys, mask, key)
-    return vals[s] if keys[s] == key else -1
+    return table[_slot(table, pl, pr, x, y)]
 
 
 @njit
-def _compact(occ, seg_start, seg_len, pc, n_pairs):
+def _compact(occ, seg_start, seg_len, pc, pl, pr, n_pairs, ids, offsets, off0, plen, purge):
     """Drop the segments of spent pairs; return the pool's new end.
 
     A pair whose count reached 0 never occurs again (its adjacencies all appear in one
-    step). Segments lie in pair order, so they slide down in place.
+    step). With ``purge``, also drop the pieces that lost their pair since they were
+    listed (a rescan of each). Segments lie in pair order, so they slide down in place.
     """
     used = 0
     for q in range(n_pairs):
         start = seg_start[q]
         n = seg_len[q]
         seg_start[q] = used
+        seg_len[q] = 0
         if pc[q] <= 0:
-            seg_len[q] = 0
             continue
-        for e in range(n):
-            occ[used + e] = occ[start + e]
-        used += n
+        x = pl[q]
+        y = pr[q]
+        for e in range(start, start + n):
+            w = occ[e]
+            keep = not purge
+            if purge:
+                s = offsets[w] - off0
+                for i in range(plen[w] - 1):
+                    if ids[s + i] == x and ids[s + i + 1] == y:
+                        keep = True
+                        break
+            if keep:
+                occ[used] = w
+                used += 1
+                seg_len[q] += 1
     return used
 
 
 @njit
 def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
-                    pl, pr, pc, seg_len, last_piece, keys, vals, mask, n_pairs,
-                    left_of_c, left_step, right_of_c, right_step,
+                    pl, pr, pc, seg_len, table, n_pairs,
+                    left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
                     left_of_a, left_a_step, right_of_b, right_b_step,
                     new_pair, new_piece, n_occ_new, counters):
     """Merge (a, b) -> c in the pieces listed at occ[e:e_end], updating the pair counts.
@@ -213,13 +242,13 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
                 if y == a and site:
                     q = left_of_a[x] if left_a_step[x] == step else -1
                     if q == -1:
-                        q = _find(keys, vals, mask, x, y)
+                        q = _find(table, pl, pr, x, y)
                         left_of_a[x] = q
                         left_a_step[x] = step
                 else:  # x == b: the old i - 1 ended a site
                     q = right_of_b[y] if right_b_step[y] == step else -1
                     if q == -1:
-                        q = _find(keys, vals, mask, x, y)
+                        q = _find(table, pl, pr, x, y)
                         right_of_b[y] = q
                         right_b_step[y] = step
                 pc[q] -= wt
@@ -230,10 +259,15 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
                 nt = t
             if j > 0 and (site or last_new == c):
                 # The new adjacency (last_new, nt) holds c; (c, c) is filed under left_of_c.
+                # A piece lists the pair once: the piece last listed is kept by token.
                 if nt == c:
                     nq = left_of_c[last_new] if left_step[last_new] == step else -1
+                    listed = nq != -1 and left_piece[last_new] == w
+                    left_piece[last_new] = w
                 else:
                     nq = right_of_c[nt] if right_step[nt] == step else -1
+                    listed = nq != -1 and right_piece[nt] == w
+                    right_piece[nt] = w
                 if nq == -1:
                     nq = n_pairs
                     n_pairs += 1
@@ -241,20 +275,15 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
                     pr[nq] = nt
                     pc[nq] = 0
                     seg_len[nq] = 0
-                    last_piece[nq] = -1
                     if nt == c:
                         left_of_c[last_new] = nq
                         left_step[last_new] = step
                     else:
                         right_of_c[nt] = nq
                         right_step[nt] = step
-                    key = (last_new << 32) | nt
-                    s2 = _slot(keys, mask, key)
-                    keys[s2] = key
-                    vals[s2] = nq
+                    table[_slot(table, pl, pr, last_new, nt)] = nq
                 pc[nq] += wt
-                if last_piece[nq] != w:
-                    last_piece[nq] = w
+                if not listed:
                     seg_len[nq] += 1
                     new_pair[n_occ_new] = nq
                     new_piece[n_occ_new] = w
@@ -278,7 +307,7 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
 
 
 @njit
-def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop):
+def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
@@ -305,60 +334,59 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     # merge that made its newer token -- so its piece list is one segment of the `occ`
     # pool, written once. A piece listed may have lost the pair since; a merge rescans
     # its pieces anyway, so such entries cost a scan and change nothing.
-    cap = 1 << 17
-    pl = np.empty(cap, np.int32)
-    pr = np.empty(cap, np.int32)
-    pc = np.zeros(cap, np.int64)
-    seg_start = np.empty(cap, np.int64)
-    seg_len = np.empty(cap, np.int32)
-    last_piece = np.empty(cap, np.int32)  # dedup: the piece last listed for the pair
-    n_pairs = 0
-    # (left, right) -> pair: the pairs whose counts fall at a merge, and forced merges.
-    keys = np.full(1 << 18, _EMPTY, np.int64)
-    vals = np.empty(1 << 18, np.int32)
-    mask = np.int64((1 << 18) - 1)
-
-    # The initial count: byte pairs through a dense 256 x 256 table, then their piece
-    # lists by counting sort (pieces ascending within each, each piece once).
-    byte_pair = np.full(65536, -1, np.int32)
+    # The initial count: byte pairs in a dense 256 x 256 table (count, and pieces each
+    # counted once), then pair ids in (left, right) order and their piece lists by
+    # counting sort (pieces ascending within each).
+    xy_count = np.zeros(65536, np.int64)
+    xy_pieces = np.zeros(65536, np.int64)
+    xy_last = np.full(65536, -1, np.int32)  # the piece last counted for the byte pair
     for w in range(n_pieces):
         s = offsets[w] - off0
         wt = weights[w]
         for k in range(plen[w] - 1):
-            x = np.int64(ids[s + k])
-            y = np.int64(ids[s + k + 1])
-            q = byte_pair[x * 256 + y]
-            if q == -1:
-                q = n_pairs
-                n_pairs += 1
-                byte_pair[x * 256 + y] = q
-                pl[q] = x
-                pr[q] = y
-                seg_len[q] = 0
-                last_piece[q] = -1
-                key = (x << 32) | y
-                s2 = _slot(keys, mask, key)
-                keys[s2] = key
-                vals[s2] = q
-            pc[q] += wt
-            if last_piece[q] != w:
-                last_piece[q] = w
-                seg_len[q] += 1
+            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
+            xy_count[xy] += wt
+            if xy_last[xy] != w:
+                xy_last[xy] = w
+                xy_pieces[xy] += 1
+    n_pairs = 0
+    for xy in range(65536):
+        n_pairs += xy_pieces[xy] > 0
+    cap = max(n_pairs, cap0)
+    pl = np.empty(cap, np.int32)
+    pr = np.empty(cap, np.int32)
+    pc = np.zeros(cap, np.int64)
+    seg_start = np.empty(cap, np.int64)
+    seg_len = np.zeros(cap, np.int32)
+    byte_pair = xy_last  # reused: byte pair -> pair id
+    byte_pair[:] = -1
     used = 0
-    for q in range(n_pairs):
-        seg_start[q] = used
-        used += seg_len[q]
-        seg_len[q] = 0
-        last_piece[q] = -1
-    occ = np.empty(max(1024, used + used // 8), np.int32)
+    q = 0
+    for xy in range(65536):
+        if xy_pieces[xy] > 0:
+            pl[q] = xy >> 8
+            pr[q] = xy & 255
+            pc[q] = xy_count[xy]
+            seg_start[q] = used
+            used += xy_pieces[xy]
+            byte_pair[xy] = q
+            q += 1
+    occ = np.empty(max(pool0, used + used // 8), np.int32)
     for w in range(n_pieces):
         s = offsets[w] - off0
         for k in range(plen[w] - 1):
             q = byte_pair[np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])]
-            if last_piece[q] != w:
-                last_piece[q] = w
-                occ[seg_start[q] + seg_len[q]] = w
+            e = seg_start[q] + seg_len[q]
+            if seg_len[q] == 0 or occ[e - 1] != w:
+                occ[e] = w
                 seg_len[q] += 1
+    # (left, right) -> pair: the pairs whose counts fall at a merge, and forced merges;
+    # kept under half full (it grows before a step that could fill it).
+    size = 16
+    while size < 2 * (n_pairs + 2 * 256 + 2):
+        size *= 2
+    table = _rehash(size, pl, pr, pc, n_pairs)
+    n_table = n_pairs  # pairs in the table
 
     # Heap of (count, pair): one live entry per pair with a positive count.
     hc = np.empty(max(1024, n_pairs), np.int64)
@@ -377,6 +405,8 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     left_step = np.full(n_tokens_max, -1, np.int64)
     right_of_c = np.empty(n_tokens_max, np.int32)
     right_step = np.full(n_tokens_max, -1, np.int64)
+    left_piece = np.empty(n_tokens_max, np.int32)
+    right_piece = np.empty(n_tokens_max, np.int32)
     left_of_a = np.empty(n_tokens_max, np.int32)
     left_a_step = np.full(n_tokens_max, -1, np.int64)
     right_of_b = np.empty(n_tokens_max, np.int32)
@@ -397,7 +427,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         if step < n_forced:
             a = forced_left[step]
             b = forced_right[step]
-            best = _find(keys, vals, mask, a, b)
+            best = _find(table, pl, pr, a, b)
             cnt = np.int64(0)
         else:
             best = -1
@@ -452,19 +482,14 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             pc = _grow(pc, need)
             seg_start = _grow(seg_start, need)
             seg_len = _grow(seg_len, need)
-            last_piece = _grow(last_piece, need)
-        if 2 * need > keys.shape[0]:  # keep the load factor under 1/2
-            size = keys.shape[0]
-            while 2 * need > size:
-                size *= 2
-            keys = np.full(size, _EMPTY, np.int64)
-            vals = np.empty(size, np.int32)
-            mask = np.int64(size - 1)
+        if 2 * (need - n_pairs + n_table) > table.shape[0]:  # keep the load factor under 1/2
+            n_table = 0
             for r in range(n_pairs):
-                kk = (np.int64(pl[r]) << 32) | np.int64(pr[r])
-                ss = _slot(keys, mask, kk)
-                keys[ss] = kk
-                vals[ss] = r
+                n_table += pc[r] > 0
+            size = table.shape[0]
+            while 2 * (need - n_pairs + n_table) > size:
+                size *= 2
+            table = _rehash(size, pl, pr, pc, n_pairs)
         first_new = n_pairs
         n_occ_new = 0
         e = seg_start[best]
@@ -475,10 +500,11 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 new_pair = _grow(new_pair, room)
                 new_piece = _grow(new_piece, room)
             e = _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
-                                pl, pr, pc, seg_len, last_piece, keys, vals, mask, n_pairs,
-                                left_of_c, left_step, right_of_c, right_step,
+                                pl, pr, pc, seg_len, table, n_pairs,
+                                left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
                                 left_of_a, left_a_step, right_of_b, right_b_step,
                                 new_pair, new_piece, n_occ_new, counters)
+            n_table += counters[0] - n_pairs
             n_pairs = counters[0]
             n_occ_new = counters[1]
 
@@ -486,7 +512,10 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         # queue the new pairs with their final counts.
         if used + n_occ_new > occ.shape[0]:
             # The pool is the big allocation: squeeze out spent pairs before growing it.
-            used = _compact(occ, seg_start, seg_len, pc, first_new)
+            used = _compact(occ, seg_start, seg_len, pc, pl, pr, first_new, ids, offsets, off0, plen, False)
+            if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
+                # Still full: drop the pieces that lost their pair before growing it.
+                used = _compact(occ, seg_start, seg_len, pc, pl, pr, first_new, ids, offsets, off0, plen, True)
             if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
                 bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 5 // 4), np.int32)
                 bigger[:used] = occ[:used]
@@ -628,7 +657,7 @@ def learn_merges(
     ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
     left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop),
+        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0),
         stop,
         on_progress,
     )
