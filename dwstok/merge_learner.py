@@ -11,12 +11,17 @@ language weight). Pair counts are built once, then updated locally at each merge
 - every pair keeps the pieces it occurs in, each once. All of a pair's occurrences
   appear in one step (the first count, or the merge that made its newer token), so
   that list is one segment of an int32 pool, written once; a piece that lost the pair
-  since is rescanned for nothing, and the segments of spent pairs are dropped when
-  the pool is full instead of growing it;
+  since is rescanned for nothing. When the pool is full or half of it belongs to
+  merged pairs, the segments of spent pairs are squeezed out and the pool is fitted
+  to the rest; before the pair arrays or their table grow, spent pairs are renumbered
+  away (a pair whose count fell to 0 never occurs again);
 - a max-heap holds one entry per pair. Only pairs that contain the newest token can
   gain count, and they are new, so every other pair's entry is an upper bound of its
   true count: a popped entry whose count is out of date is pushed back with the
   current count, and the first up-to-date entry popped is the true maximum.
+
+No array is reassigned inside the per-byte loops: Numba would update its reference
+count on every byte (that cost 2 us a byte). Room for a step is made before them.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by
@@ -166,37 +171,52 @@ def _find(table, pl, pr, x, y):
 
 
 @njit
-def _compact(occ, seg_start, seg_len, pc, pl, pr, n_pairs, ids, offsets, off0, plen, purge):
+def _compact(occ, seg_start, seg_len, pc, n_pairs):
     """Drop the segments of spent pairs; return the pool's new end.
 
     A pair whose count reached 0 never occurs again (its adjacencies all appear in one
-    step). With ``purge``, also drop the pieces that lost their pair since they were
-    listed (a rescan of each). Segments lie in pair order, so they slide down in place.
+    step). Segments lie in pair order, so they slide down in place.
     """
     used = 0
     for q in range(n_pairs):
         start = seg_start[q]
         n = seg_len[q]
         seg_start[q] = used
-        seg_len[q] = 0
         if pc[q] <= 0:
+            seg_len[q] = 0
             continue
-        x = pl[q]
-        y = pr[q]
-        for e in range(start, start + n):
-            w = occ[e]
-            keep = not purge
-            if purge:
-                s = offsets[w] - off0
-                for i in range(plen[w] - 1):
-                    if ids[s + i] == x and ids[s + i + 1] == y:
-                        keep = True
-                        break
-            if keep:
-                occ[used] = w
-                used += 1
-                seg_len[q] += 1
+        for e in range(n):
+            occ[used + e] = occ[start + e]
+        used += n
     return used
+
+
+@njit
+def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best, tstart, tlen, tbytes):
+    """Renumber the pairs with a positive count to 0..k-1 in order; drop the heap entries
+    of the others and restore the heap. Returns (k, heap size, best's new id)."""
+    remap = np.empty(n_pairs, np.int32)
+    k = 0
+    for r in range(n_pairs):
+        if pc[r] > 0:
+            remap[r] = k
+            pl[k] = pl[r]
+            pr[k] = pr[r]
+            pc[k] = pc[r]
+            seg_start[k] = seg_start[r]
+            seg_len[k] = seg_len[r]
+            k += 1
+        else:
+            remap[r] = -1
+    n = 0
+    for i in range(hn):
+        r = remap[hp[i]]
+        if r != -1:
+            hc[n] = hc[i]
+            hp[n] = r
+            n += 1
+            _sift_up(hc, hp, n - 1, pl, pr, tstart, tlen, tbytes)
+    return k, n, remap[best]
 
 
 @njit
@@ -387,6 +407,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         size *= 2
     table = _rehash(size, pl, pr, pc, n_pairs)
     n_table = n_pairs  # pairs in the table
+    spent = 0  # listings of merged pairs still in the pool
 
     # Heap of (count, pair): one live entry per pair with a positive count.
     hc = np.empty(max(1024, n_pairs), np.int64)
@@ -476,20 +497,24 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         # costs reference counting on every byte. The step makes at most 2c + 1 new
         # pairs, (t, c) and (c, t), and a piece at most one listing per byte.
         need = n_pairs + 2 * c + 2
-        if need > pl.shape[0]:
-            pl = _grow(pl, need)
-            pr = _grow(pr, need)
-            pc = _grow(pc, need)
-            seg_start = _grow(seg_start, need)
-            seg_len = _grow(seg_len, need)
-        if 2 * (need - n_pairs + n_table) > table.shape[0]:  # keep the load factor under 1/2
-            n_table = 0
-            for r in range(n_pairs):
-                n_table += pc[r] > 0
+        if need > pl.shape[0] or 2 * (need - n_pairs + n_table) > table.shape[0]:
+            # Before growing anything, renumber the pairs still counted (spent pairs
+            # never occur again), keeping their order, so the pool's segments stay in
+            # pair order; the heap keeps the entries of those pairs.
+            n_pairs, hn, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best,
+                                         tstart, tlen, tbytes)
+            need = n_pairs + 2 * c + 2
+            if need > pl.shape[0]:
+                pl = _grow(pl, need)
+                pr = _grow(pr, need)
+                pc = _grow(pc, need)
+                seg_start = _grow(seg_start, need)
+                seg_len = _grow(seg_len, need)
             size = table.shape[0]
-            while 2 * (need - n_pairs + n_table) > size:
+            while 2 * need > size:  # keep the load factor under 1/2
                 size *= 2
             table = _rehash(size, pl, pr, pc, n_pairs)
+            n_table = n_pairs
         first_new = n_pairs
         n_occ_new = 0
         e = seg_start[best]
@@ -510,16 +535,18 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
 
         # File the step's pieces into one segment per new pair (counting sort), and
         # queue the new pairs with their final counts.
-        if used + n_occ_new > occ.shape[0]:
-            # The pool is the big allocation: squeeze out spent pairs before growing it.
-            used = _compact(occ, seg_start, seg_len, pc, pl, pr, first_new, ids, offsets, off0, plen, False)
-            if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
-                # Still full: drop the pieces that lost their pair before growing it.
-                used = _compact(occ, seg_start, seg_len, pc, pl, pr, first_new, ids, offsets, off0, plen, True)
-            if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
-                bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 5 // 4), np.int32)
-                bigger[:used] = occ[:used]
-                occ = bigger
+        # The pool is the big allocation. When it is full, or half of it is spent
+        # pairs' listings, squeeze those out, then fit it to what is left (a freed
+        # array goes back to the system, so the peak stays near the live listings).
+        spent += seg_len[best]
+        if used + n_occ_new > occ.shape[0] or 2 * spent > used:
+            used = _compact(occ, seg_start, seg_len, pc, first_new)
+            spent = 0
+            fit = max(pool0, (used + n_occ_new) * 5 // 4)
+            if used + n_occ_new > occ.shape[0] or 2 * fit < occ.shape[0]:
+                resized = np.empty(fit, np.int32)
+                resized[:used] = occ[:used]
+                occ = resized
         for q in range(first_new, n_pairs):
             seg_start[q] = used
             used += seg_len[q]
@@ -528,6 +555,10 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             q = new_pair[k]
             occ[seg_start[q] + seg_len[q]] = new_piece[k]
             seg_len[q] += 1
+        if new_pair.shape[0] > 1 << 16 and 8 * n_occ_new < new_pair.shape[0]:
+            # The first merges list millions of pieces, later ones few: give it back.
+            new_pair = np.empty(max(1024, 2 * n_occ_new), np.int32)
+            new_piece = np.empty(new_pair.shape[0], np.int32)
         if hn + n_pairs - first_new > hc.shape[0]:
             hc = _grow(hc, hn + n_pairs - first_new)
             hp = _grow(hp, hn + n_pairs - first_new)
@@ -651,6 +682,7 @@ def learn_merges(
     # of 10**11 was a MemoryError).
     lengths = np.diff(offsets)
     room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
+    del lengths
     n_merges_run = min(n_merges, room)
     stop = np.zeros(2, np.int64)  # [0]: set to stop the kernel; [1]: merges it has done
     # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
