@@ -4,18 +4,24 @@ Pieces come in Arrow's binary layout: piece ``i`` is ``data[offsets[i]:offsets[i
 seen ``weights[i]`` times (any non-negative int64: a count, or a count scaled by a
 language weight). Pair counts are built once, then updated locally at each merge:
 
-- every byte of every piece is a slot in one table, linked to its neighbours in the
-  piece; a merge rewrites the left slot of each site and unlinks the right one, so
-  its cost is the number of sites, however long the pieces (a piece of 8 KB that
-  takes part in thousands of merges is never rescanned);
-- every pair keeps the slots where it starts. All of a pair's occurrences appear in
-  one step (the first count, or the merge that made its newer token), so that list
-  is one segment of a pool, written once; entries that went stale are recognised
-  by their tokens and skipped, and the pool is compacted instead of grown when full;
+- the pieces are one flat buffer of token ids (uint16 while the vocabulary fits, else
+  int32) laid out like ``data``; a merge rewrites each piece it touches in place, left
+  to right, so a piece's run only shrinks. Pieces are short, so rescanning one is a
+  cache line or two;
+- every pair keeps the pieces it occurs in, each once. All of a pair's occurrences
+  appear in one step (the first count, or the merge that made its newer token), so
+  that list is one segment of an int32 pool, written once; a piece that lost the pair
+  since is rescanned for nothing. When the pool is full or half of it belongs to
+  merged pairs, the segments of spent pairs are squeezed out and the pool is fitted
+  to the rest; before the pair arrays or their table grow, spent pairs are renumbered
+  away (a pair whose count fell to 0 never occurs again);
 - a max-heap holds one entry per pair. Only pairs that contain the newest token can
   gain count, and they are new, so every other pair's entry is an upper bound of its
   true count: a popped entry whose count is out of date is pushed back with the
   current count, and the first up-to-date entry popped is the true maximum.
+
+No array is reassigned inside the per-byte loops: Numba would update its reference
+count on every byte (that cost 2 us a byte). Room for a step is made before them.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by
@@ -40,8 +46,10 @@ import numpy as np
 from ._jit import njit
 from .errors import ConfigError, InputError
 
-_EMPTY = np.int64(-1)
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+# Initial room for pairs and listings (the tests shrink them to exercise growth).
+_CAP0 = 1 << 17
+_POOL0 = 1024
 
 
 class TrainResult(NamedTuple):
@@ -64,13 +72,29 @@ def _grow(a, size):
 
 
 @njit
-def _slot(keys, mask, key):
-    """Slot of ``key`` in the open-addressing table, or the empty slot where it goes."""
+def _slot(table, pl, pr, x, y):
+    """Slot of pair (x, y) in the open-addressing table of pair ids, or the empty slot
+    where it goes. The table holds ids only; a slot's pair is read from ``pl``/``pr``."""
+    key = (np.int64(x) << 32) | np.int64(y)
+    mask = table.shape[0] - 1
     # Fibonacci hashing: the top bits of the product depend on every bit of the key.
     h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-    while keys[h] != key and keys[h] != _EMPTY:
+    while table[h] != -1 and not (pl[table[h]] == x and pr[table[h]] == y):
         h = (h + 1) & mask
     return h
+
+
+@njit
+def _rehash(size, pl, pr, pc, n_pairs):
+    """A table of ``size`` slots (a power of two) holding the pairs still counted.
+
+    A pair whose count fell to 0 never occurs again, so it is never looked up again.
+    """
+    table = np.full(size, -1, np.int32)
+    for r in range(n_pairs):
+        if pc[r] > 0:
+            table[_slot(table, pl, pr, pl[r], pr[r])] = r
+    return table
 
 
 @njit
@@ -140,49 +164,174 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
     hp[i] = p
 
 
-# Fields of a slot's row: its token (-1 once merged away), the next and previous live
-# slots of its piece (-1 at the ends), the pair that starts at it (-1 at a piece end),
-# and its piece (whose weight is looked up, not copied into every slot: 20 bytes a
-# slot instead of 24).
-_TOK, _NXT, _PRV, _PID, _PIECE = range(5)
+@njit
+def _find(table, pl, pr, x, y):
+    """The pair (x, y), or -1."""
+    return table[_slot(table, pl, pr, x, y)]
 
 
 @njit
-def _weight(S, p, weights):
-    return weights[S[p, _PIECE]]
+def _compact(occ, seg_start, seg_len, pc, n_pairs):
+    """Drop the segments of spent pairs; return the pool's new end.
 
-
-@njit
-def _compact(occ, seg_start, seg_len, pc, pl, pr, S, n_pairs):
-    """Drop the segments of spent pairs and stale entries; return the pool's new end.
-
-    Segments lie in pair order, so they can slide down in place.
+    A pair whose count reached 0 never occurs again (its adjacencies all appear in one
+    step). Segments lie in pair order, so they slide down in place.
     """
     used = 0
     for q in range(n_pairs):
         start = seg_start[q]
         n = seg_len[q]
         seg_start[q] = used
-        seg_len[q] = 0
         if pc[q] <= 0:
+            seg_len[q] = 0
             continue
-        a = pl[q]
-        b = pr[q]
-        for e in range(start, start + n):
-            p = occ[e]
-            nx = S[p, _NXT]
-            if S[p, _TOK] == a and nx != -1 and S[nx, _TOK] == b:
-                occ[used] = p
-                used += 1
-                seg_len[q] += 1
+        for e in range(n):
+            occ[used + e] = occ[start + e]
+        used += n
     return used
 
 
 @njit
-def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, max_len, stop):
+def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best, tstart, tlen, tbytes):
+    """Renumber the pairs with a positive count to 0..k-1 in order; drop the heap entries
+    of the others and restore the heap. Returns (k, heap size, best's new id)."""
+    remap = np.empty(n_pairs, np.int32)
+    k = 0
+    for r in range(n_pairs):
+        if pc[r] > 0:
+            remap[r] = k
+            pl[k] = pl[r]
+            pr[k] = pr[r]
+            pc[k] = pc[r]
+            seg_start[k] = seg_start[r]
+            seg_len[k] = seg_len[r]
+            k += 1
+        else:
+            remap[r] = -1
+    n = 0
+    for i in range(hn):
+        r = remap[hp[i]]
+        if r != -1:
+            hc[n] = hc[i]
+            hp[n] = r
+            n += 1
+            _sift_up(hc, hp, n - 1, pl, pr, tstart, tlen, tbytes)
+    return k, n, remap[best]
+
+
+@njit
+def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
+                    pl, pr, pc, seg_len, table, n_pairs,
+                    left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
+                    left_of_a, left_a_step, right_of_b, right_b_step,
+                    new_pair, new_piece, n_occ_new, counters):
+    """Merge (a, b) -> c in the pieces listed at occ[e:e_end], updating the pair counts.
+
+    Each piece is rewritten left to right in place (read at i, write at j <= i): every
+    old adjacency that touches a site loses the piece's weight, every adjacency of the
+    result that touches c gains it, and each new pair lists the piece once. Stops
+    before a piece whose listings might not fit in ``new_pair``; returns where it
+    stopped (``counters`` gets n_pairs and the listings' count). The caller made room
+    for this step's new pairs.
+    """
+    while e < e_end:
+        w = occ[e]
+        n = plen[w]
+        if n_occ_new + n > new_pair.shape[0]:
+            break
+        e += 1
+        s = offsets[w] - off0
+        # Skip to the first site (a listed piece may have lost the pair since).
+        i = 0
+        while i < n - 1 and not (ids[s + i] == a and ids[s + i + 1] == b):
+            i += 1
+        if i >= n - 1:
+            continue
+        wt = weights[w]
+        j = i
+        prev_old = np.int64(ids[s + i - 1]) if i > 0 else np.int64(-1)  # old token at i - 1
+        prev_site = False  # whether old i - 1 was part of a site
+        last_new = prev_old  # new token at j - 1
+        while i < n:
+            t = np.int64(ids[s + i])
+            site = t == a and i + 1 < n and ids[s + i + 1] == b
+            # The old adjacency (i - 1, i) and the new one (j - 1, j), where they change.
+            if i > 0 and (site or prev_site):
+                x = prev_old
+                y = t
+                if y == a and site:
+                    q = left_of_a[x] if left_a_step[x] == step else -1
+                    if q == -1:
+                        q = _find(table, pl, pr, x, y)
+                        left_of_a[x] = q
+                        left_a_step[x] = step
+                else:  # x == b: the old i - 1 ended a site
+                    q = right_of_b[y] if right_b_step[y] == step else -1
+                    if q == -1:
+                        q = _find(table, pl, pr, x, y)
+                        right_of_b[y] = q
+                        right_b_step[y] = step
+                pc[q] -= wt
+            if site:
+                pc[best] -= wt
+                nt = np.int64(c)
+            else:
+                nt = t
+            if j > 0 and (site or last_new == c):
+                # The new adjacency (last_new, nt) holds c; (c, c) is filed under left_of_c.
+                # A piece lists the pair once: the piece last listed is kept by token.
+                if nt == c:
+                    nq = left_of_c[last_new] if left_step[last_new] == step else -1
+                    listed = nq != -1 and left_piece[last_new] == w
+                    left_piece[last_new] = w
+                else:
+                    nq = right_of_c[nt] if right_step[nt] == step else -1
+                    listed = nq != -1 and right_piece[nt] == w
+                    right_piece[nt] = w
+                if nq == -1:
+                    nq = n_pairs
+                    n_pairs += 1
+                    pl[nq] = last_new
+                    pr[nq] = nt
+                    pc[nq] = 0
+                    seg_len[nq] = 0
+                    if nt == c:
+                        left_of_c[last_new] = nq
+                        left_step[last_new] = step
+                    else:
+                        right_of_c[nt] = nq
+                        right_step[nt] = step
+                    table[_slot(table, pl, pr, last_new, nt)] = nq
+                pc[nq] += wt
+                if not listed:
+                    seg_len[nq] += 1
+                    new_pair[n_occ_new] = nq
+                    new_piece[n_occ_new] = w
+                    n_occ_new += 1
+            ids[s + j] = nt
+            j += 1
+            last_new = nt
+            if site:
+                prev_old = np.int64(b)
+                prev_site = True
+                i += 2
+            else:
+                prev_old = t
+                prev_site = False
+                i += 1
+        plen[w] = j
+
+    counters[0] = n_pairs
+    counters[1] = n_occ_new
+    return e
+
+
+@njit
+def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
+    off0 = offsets[0]
 
     # Token bytes (for the tie rule): token t is tbytes[tstart[t]:tstart[t] + tlen[t]].
     tstart = np.empty(n_tokens_max, np.int64)
@@ -194,82 +343,71 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
         tbytes[t] = t
     tb_used = 256
 
-    # Slots: one per byte of the pieces that can hold a pair (weight > 0, two bytes or
-    # more), linked per piece. A merge writes the new token into the left slot and
-    # unlinks the right one. One row per slot keeps a site within a cache line or two.
-    n_pos = 0
+    # Pieces: piece w's tokens are ids[offsets[w] - off0:][:plen[w]]; a merge rewrites
+    # the run in place, left to right, so it only shrinks.
+    plen = np.empty(n_pieces, np.int32)
     for w in range(n_pieces):
-        if weights[w] > 0 and offsets[w + 1] - offsets[w] >= 2:
-            n_pos += offsets[w + 1] - offsets[w]
-    S = np.empty((n_pos, 5), np.int32)
-    pos = 0
-    for w in range(n_pieces):
-        n = offsets[w + 1] - offsets[w]
-        if weights[w] <= 0 or n < 2:
-            continue
-        s0 = offsets[w]
-        for k in range(n):
-            S[pos + k, _TOK] = data[s0 + k]
-            S[pos + k, _PRV] = pos + k - 1
-            S[pos + k, _NXT] = pos + k + 1
-            S[pos + k, _PIECE] = w
-        S[pos, _PRV] = -1
-        S[pos + n - 1, _NXT] = -1
-        pos += n
+        plen[w] = offsets[w + 1] - offsets[w] if weights[w] > 0 else 0
 
-    # Pairs: (left, right, weighted count) and where their occurrences are. A pair's
+    # Pairs: (left, right, weighted count) and the pieces they occur in. A pair's
     # adjacencies all appear in one step -- the initial count for byte pairs, else the
-    # merge that made its newer token -- so its occurrence list is one segment of the
-    # `occ` pool, written once and never edited: entries that went stale (the slot
-    # changed since) are recognised by their tokens and skipped.
-    cap = 1 << 17
+    # merge that made its newer token -- so its piece list is one segment of the `occ`
+    # pool, written once. A piece listed may have lost the pair since; a merge rescans
+    # its pieces anyway, so such entries cost a scan and change nothing.
+    # The initial count: byte pairs in a dense 256 x 256 table (count, and pieces each
+    # counted once), then pair ids in (left, right) order and their piece lists by
+    # counting sort (pieces ascending within each).
+    xy_count = np.zeros(65536, np.int64)
+    xy_pieces = np.zeros(65536, np.int64)
+    xy_last = np.full(65536, -1, np.int32)  # the piece last counted for the byte pair
+    for w in range(n_pieces):
+        s = offsets[w] - off0
+        wt = weights[w]
+        for k in range(plen[w] - 1):
+            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
+            xy_count[xy] += wt
+            if xy_last[xy] != w:
+                xy_last[xy] = w
+                xy_pieces[xy] += 1
+    n_pairs = 0
+    for xy in range(65536):
+        n_pairs += xy_pieces[xy] > 0
+    cap = max(n_pairs, cap0)
     pl = np.empty(cap, np.int32)
     pr = np.empty(cap, np.int32)
     pc = np.zeros(cap, np.int64)
     seg_start = np.empty(cap, np.int64)
-    seg_len = np.empty(cap, np.int64)
-    n_pairs = 0
-    # (left, right) -> pair, for forced merges.
-    keys = np.full(1 << 18, _EMPTY, np.int64)
-    vals = np.empty(1 << 18, np.int32)
-    mask = np.int64((1 << 18) - 1)
-
-    # The initial count: byte pairs through a dense 256 x 256 table, then their
-    # occurrence segments by counting sort (slots ascending within each).
-    byte_pair = np.full(65536, -1, np.int32)
-    for p in range(n_pos):
-        if S[p, _NXT] == -1:
-            S[p, _PID] = -1
-            continue
-        x = S[p, _TOK]
-        y = S[p + 1, _TOK]
-        q = byte_pair[x * 256 + y]
-        if q == -1:
-            q = n_pairs
-            n_pairs += 1
-            byte_pair[x * 256 + y] = q
-            pl[q] = x
-            pr[q] = y
-            pc[q] = 0
-            seg_len[q] = 0
-            key = (np.int64(x) << 32) | np.int64(y)
-            s = _slot(keys, mask, key)
-            keys[s] = key
-            vals[s] = q
-        pc[q] += _weight(S, p, weights)
-        seg_len[q] += 1
-        S[p, _PID] = q
-    occ = np.empty(max(1024, n_pos + n_pos // 4), np.int32)
+    seg_len = np.zeros(cap, np.int32)
+    byte_pair = xy_last  # reused: byte pair -> pair id
+    byte_pair[:] = -1
     used = 0
-    for q in range(n_pairs):
-        seg_start[q] = used
-        used += seg_len[q]
-        seg_len[q] = 0
-    for p in range(n_pos):
-        q = S[p, _PID]
-        if q != -1:
-            occ[seg_start[q] + seg_len[q]] = p
-            seg_len[q] += 1
+    q = 0
+    for xy in range(65536):
+        if xy_pieces[xy] > 0:
+            pl[q] = xy >> 8
+            pr[q] = xy & 255
+            pc[q] = xy_count[xy]
+            seg_start[q] = used
+            used += xy_pieces[xy]
+            byte_pair[xy] = q
+            q += 1
+    occ = np.empty(max(pool0, used + used // 8), np.int32)
+    for w in range(n_pieces):
+        s = offsets[w] - off0
+        for k in range(plen[w] - 1):
+            q = byte_pair[np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])]
+            e = seg_start[q] + seg_len[q]
+            if seg_len[q] == 0 or occ[e - 1] != w:
+                occ[e] = w
+                seg_len[q] += 1
+    # (left, right) -> pair: the pairs whose counts fall at a merge, and forced merges;
+    # kept under half full (it grows before a step that could fill it).
+    size = 16
+    while size < 2 * (n_pairs + 2 * 256 + 2):
+        size *= 2
+    table = _rehash(size, pl, pr, pc, n_pairs)
+    n_table = n_pairs  # pairs in the table
+    spent = 0  # listings of merged pairs still in the pool
 
     # Heap of (count, pair): one live entry per pair with a positive count.
     hc = np.empty(max(1024, n_pairs), np.int64)
@@ -281,14 +419,22 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
         hn += 1
         _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
 
-    # Per step: the pairs (t, c) and (c, t) made by the new token c, found by t, and
-    # the slots where they occur (grouped into segments at the end of the step).
+    # Per step: the new pairs (t, c) and (c, t) made by the new token c, found by t; the
+    # old pairs (t, a) and (b, t) whose counts fall, found by t; and the pieces where the
+    # new pairs occur (grouped into segments at the end of the step).
     left_of_c = np.empty(n_tokens_max, np.int32)
     left_step = np.full(n_tokens_max, -1, np.int64)
     right_of_c = np.empty(n_tokens_max, np.int32)
     right_step = np.full(n_tokens_max, -1, np.int64)
+    left_piece = np.empty(n_tokens_max, np.int32)
+    right_piece = np.empty(n_tokens_max, np.int32)
+    left_of_a = np.empty(n_tokens_max, np.int32)
+    left_a_step = np.full(n_tokens_max, -1, np.int64)
+    right_of_b = np.empty(n_tokens_max, np.int32)
+    right_b_step = np.full(n_tokens_max, -1, np.int64)
     new_pair = np.empty(1024, np.int32)
-    new_slot = np.empty(1024, np.int32)
+    new_piece = np.empty(1024, np.int32)
+    counters = np.zeros(2, np.int64)
 
     out_left = np.empty(n_merges, np.int32)
     out_right = np.empty(n_merges, np.int32)
@@ -302,9 +448,7 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
         if step < n_forced:
             a = forced_left[step]
             b = forced_right[step]
-            key = (np.int64(a) << 32) | np.int64(b)
-            s = _slot(keys, mask, key)
-            best = vals[s] if keys[s] == key else -1
+            best = _find(table, pl, pr, a, b)
             cnt = np.int64(0)
         else:
             best = -1
@@ -349,124 +493,77 @@ def _learn_kernel(data, offsets, weights, forced_left, forced_right, n_merges, m
         if best == -1:
             continue  # a forced merge that never occurs
 
+        # Room for this step, made before the loops: an array reassigned inside them
+        # costs reference counting on every byte. The step makes at most 2c + 1 new
+        # pairs, (t, c) and (c, t), and a piece at most one listing per byte.
+        need = n_pairs + 2 * c + 2
+        if need > pl.shape[0] or 2 * (need - n_pairs + n_table) > table.shape[0]:
+            # Before growing anything, renumber the pairs still counted (spent pairs
+            # never occur again), keeping their order, so the pool's segments stay in
+            # pair order; the heap keeps the entries of those pairs.
+            n_pairs, hn, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best,
+                                         tstart, tlen, tbytes)
+            need = n_pairs + 2 * c + 2
+            if need > pl.shape[0]:
+                pl = _grow(pl, need)
+                pr = _grow(pr, need)
+                pc = _grow(pc, need)
+                seg_start = _grow(seg_start, need)
+                seg_len = _grow(seg_len, need)
+            size = table.shape[0]
+            while 2 * need > size:  # keep the load factor under 1/2
+                size *= 2
+            table = _rehash(size, pl, pr, pc, n_pairs)
+            n_table = n_pairs
         first_new = n_pairs
         n_occ_new = 0
-        for e in range(seg_start[best], seg_start[best] + seg_len[best]):
-            p = occ[e]
-            q = S[p, _NXT]
-            if S[p, _TOK] != a or q == -1 or S[q, _TOK] != b:
-                continue  # stale, or consumed by an earlier site of this merge
-            if a == b:
-                # A run of a's merges pairwise from its left end (aaa -> aa a), so
-                # start at the run's first slot; the whole run is done at once.
-                while S[p, _PRV] != -1 and S[S[p, _PRV], _TOK] == a:
-                    p = S[p, _PRV]
-            while True:
-                q = S[p, _NXT]
-                wt = _weight(S, p, weights)
-                x = S[p, _PRV]
-                y = S[q, _NXT]
-                # Remove the pairs around the site: (x, a), (a, b), (b, y).
-                if x != -1:
-                    pc[S[x, _PID]] -= wt
-                pc[S[p, _PID]] -= wt
-                if y != -1:
-                    pc[S[q, _PID]] -= wt
-                # Merge.
-                S[p, _TOK] = c
-                S[q, _TOK] = -1
-                S[p, _NXT] = y
-                S[p, _PID] = -1
-                if y != -1:
-                    S[y, _PRV] = p
-                # Add (x, c) and (c, y); both are new pairs, as c is new.
-                for side in range(2):
-                    if side == 0:
-                        if x == -1:
-                            continue
-                        at = x
-                        first = S[x, _TOK]
-                        second = c
-                    else:
-                        if y == -1:
-                            continue
-                        at = p
-                        first = c
-                        second = S[y, _TOK]
-                    # (c, c) is filed under left_of_c only.
-                    if second == c:
-                        nq = left_of_c[first] if left_step[first] == step else -1
-                    else:
-                        nq = right_of_c[second] if right_step[second] == step else -1
-                    if nq == -1:
-                        nq = n_pairs
-                        n_pairs += 1
-                        if nq == pl.shape[0]:
-                            pl = _grow(pl, 0)
-                            pr = _grow(pr, 0)
-                            pc = _grow(pc, 0)
-                            seg_start = _grow(seg_start, 0)
-                            seg_len = _grow(seg_len, 0)
-                        pl[nq] = first
-                        pr[nq] = second
-                        pc[nq] = 0
-                        seg_len[nq] = 0
-                        if second == c:
-                            left_of_c[first] = nq
-                            left_step[first] = step
-                        else:
-                            right_of_c[second] = nq
-                            right_step[second] = step
-                        key = (np.int64(first) << 32) | np.int64(second)
-                        s = _slot(keys, mask, key)
-                        keys[s] = key
-                        vals[s] = nq
-                        if 2 * n_pairs > keys.shape[0]:  # keep the load factor under 1/2
-                            keys = np.full(2 * keys.shape[0], _EMPTY, np.int64)
-                            vals = np.empty(keys.shape[0], np.int32)
-                            mask = np.int64(keys.shape[0] - 1)
-                            for r in range(n_pairs):
-                                kk = (np.int64(pl[r]) << 32) | np.int64(pr[r])
-                                ss = _slot(keys, mask, kk)
-                                keys[ss] = kk
-                                vals[ss] = r
-                    pc[nq] += wt
-                    seg_len[nq] += 1
-                    S[at, _PID] = nq
-                    if n_occ_new == new_pair.shape[0]:
-                        new_pair = _grow(new_pair, 0)
-                        new_slot = _grow(new_slot, 0)
-                    new_pair[n_occ_new] = nq
-                    new_slot[n_occ_new] = at
-                    n_occ_new += 1
-                if a != b:
-                    break
-                p = y
-                if p == -1 or S[p, _TOK] != a or S[p, _NXT] == -1 or S[S[p, _NXT], _TOK] != a:
-                    break
+        e = seg_start[best]
+        e_end = e + seg_len[best]
+        while e < e_end:
+            room = n_occ_new + plen[occ[e]]
+            if room > new_pair.shape[0]:
+                new_pair = _grow(new_pair, room)
+                new_piece = _grow(new_piece, room)
+            e = _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
+                                pl, pr, pc, seg_len, table, n_pairs,
+                                left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
+                                left_of_a, left_a_step, right_of_b, right_b_step,
+                                new_pair, new_piece, n_occ_new, counters)
+            n_table += counters[0] - n_pairs
+            n_pairs = counters[0]
+            n_occ_new = counters[1]
 
-        # File the step's occurrences into one segment per new pair (counting sort),
-        # and queue the new pairs with their final counts.
-        if used + n_occ_new > occ.shape[0]:
-            # The pool is the big allocation: squeeze out dead entries before growing it.
-            used = _compact(occ, seg_start, seg_len, pc, pl, pr, S, first_new)
-            if 4 * (used + n_occ_new) > 3 * occ.shape[0]:
-                bigger = np.empty(max(used + n_occ_new, occ.shape[0] * 3 // 2), np.int32)
-                bigger[:used] = occ[:used]
-                occ = bigger
+        # File the step's pieces into one segment per new pair (counting sort), and
+        # queue the new pairs with their final counts.
+        # The pool is the big allocation. When it is full, or half of it is spent
+        # pairs' listings, squeeze those out, then fit it to what is left (a freed
+        # array goes back to the system, so the peak stays near the live listings).
+        spent += seg_len[best]
+        if used + n_occ_new > occ.shape[0] or 2 * spent > used:
+            used = _compact(occ, seg_start, seg_len, pc, first_new)
+            spent = 0
+            fit = max(pool0, (used + n_occ_new) * 5 // 4)
+            if used + n_occ_new > occ.shape[0] or 2 * fit < occ.shape[0]:
+                resized = np.empty(fit, np.int32)
+                resized[:used] = occ[:used]
+                occ = resized
         for q in range(first_new, n_pairs):
             seg_start[q] = used
             used += seg_len[q]
             seg_len[q] = 0
-        for i in range(n_occ_new):
-            q = new_pair[i]
-            occ[seg_start[q] + seg_len[q]] = new_slot[i]
+        for k in range(n_occ_new):
+            q = new_pair[k]
+            occ[seg_start[q] + seg_len[q]] = new_piece[k]
             seg_len[q] += 1
+        if new_pair.shape[0] > 1 << 16 and 8 * n_occ_new < new_pair.shape[0]:
+            # The first merges list millions of pieces, later ones few: give it back.
+            new_pair = np.empty(max(1024, 2 * n_occ_new), np.int32)
+            new_piece = np.empty(new_pair.shape[0], np.int32)
+        if hn + n_pairs - first_new > hc.shape[0]:
+            hc = _grow(hc, hn + n_pairs - first_new)
+            hp = _grow(hp, hn + n_pairs - first_new)
         for q in range(first_new, n_pairs):
             if pc[q] > 0:
-                if hn == hc.shape[0]:
-                    hc = _grow(hc, 0)
-                    hp = _grow(hp, 0)
                 hc[hn] = pc[q]
                 hp[hn] = q
                 hn += 1
@@ -585,9 +682,14 @@ def learn_merges(
     # of 10**11 was a MemoryError).
     lengths = np.diff(offsets)
     room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
+    del lengths
+    n_merges_run = min(n_merges, room)
     stop = np.zeros(2, np.int64)  # [0]: set to stop the kernel; [1]: merges it has done
+    # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
+    ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
+    ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
     left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(data, offsets, weights, fl, fr, min(n_merges, room), max_token_bytes or 0, stop),
+        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0),
         stop,
         on_progress,
     )

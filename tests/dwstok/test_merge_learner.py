@@ -93,6 +93,27 @@ def test_forced_merges_match_brute_force(name):
     assert got.counts[: len(forced)].tolist() == [0] * len(forced)
 
 
+@pytest.mark.parametrize("name", ["medium_random", "medium_random_small_alphabet", "all_256_bytes", "mixed_scripts", "runs_of_every_length"])
+def test_growth_paths_match_brute_force(name, monkeypatch):
+    # Room for one pair and one listing: every step grows the pair arrays and the
+    # table, and fills the pool (compaction, purging stale listings, growth).
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml, "_CAP0", 1)
+    monkeypatch.setattr(ml, "_POOL0", 1)
+    pieces, weights, n = CORPORA[name]
+    run_both(pieces, weights, n)
+
+
+def test_counts_past_2_to_the_32():
+    # int64 counts: weights near 2**40 (a 100 GB corpus counts a piece up to ~2**35 times,
+    # times a fixed-point language weight) sum past 2**32 without wrapping.
+    pieces = [b"abab", b"abc", b"bcbc", b"ca"]
+    weights = [2**40 + 3, 2**39 + 1, 3 * 2**38, 2**33 + 7]
+    got = run_both(pieces, weights, 8)
+    assert got.counts.max() > 2**32
+
+
 def test_golden_counts():
     data, offsets = pieces_to_arrays([b"aaabdaaabac"])
     r = learn_merges(data, offsets, np.array([1]), 3)
