@@ -320,63 +320,104 @@ def fit(train: Path, out: Path, pattern: str = PATTERN) -> dict:
 MULTIPLES = [1.0, 2.5, 5.0, 10.0, 25.0]
 
 
-def calibrate(path: Path) -> dict:
-    """Fit each group's tail: mass scale s and exponent a, so that the model's expected unique
-    pieces follow the group's real Heaps law, U(N) * (n / N)^beta, from N (the group's real
-    size) to 25 N. beta is the group's log-log slope over its prefixes from 1/8 on."""
+def _lomax_pmf(j: np.ndarray, r0: np.ndarray, a: np.ndarray) -> np.ndarray:
+    return (1 + j / r0) ** (1 - a) - (1 + (j + 1) / r0) ** (1 - a)
+
+
+def expected_overlap(z: dict, tau: np.ndarray, keep: np.ndarray, a_pop: np.ndarray, head_pop, head_p,
+                     pop_tokens, group_tokens, mults) -> np.ndarray:
+    """Expected (sum over groups of unique pieces) - (unique pieces of the union), at each
+    multiple of the real size: only real pieces (head and once-seen) can be in two groups."""
+    share = pop_tokens / group_tokens[z["pop_group"]]
+    rt_pop = np.repeat(np.arange(len(tau)), z["rt_end"] - z["rt_start"])
+    j = np.arange(len(rt_pop)) - z["rt_start"][rt_pop]
+    q = np.concatenate([share[head_pop] * head_p * keep[head_pop],
+                        share[rt_pop] * tau[rt_pop] * _lomax_pmf(j, z["r0"][rt_pop], a_pop[rt_pop])])
+    pop = np.concatenate([head_pop, rt_pop])
+    piece = np.concatenate([z["head_ids"], z["rt_ids"]])
+    n_pieces = len(z["dict_off"]) - 1
+    out = []
+    for mlt in mults:
+        log_miss = -(group_tokens[z["pop_group"][pop]] * mlt) * q  # log P(piece not drawn in that group)
+        seen_sum = -np.expm1(log_miss).sum()
+        seen_union = -np.expm1(np.bincount(piece, weights=log_miss, minlength=n_pieces)).sum()
+        out.append(seen_sum - seen_union)
+    return np.array(out)
+
+
+def calibrate(path: Path, rounds: int = 2) -> dict:
+    """Fit each group's tail (scale s of the once-seen mass, Lomax exponent a) so that the
+    model's expected unique pieces follow a target from 1x to 25x the real size.
+
+    The target keeps each group's own Heaps growth, U_g (n / N)^beta_g (beta_g: the group's
+    log-log slope over its prefixes from 1/8 on), scaled at each size by one factor so that the
+    union over groups follows the whole split's Heaps fit: the groups' sum minus the expected
+    overlap (pieces in several groups; computed from the model, so two rounds)."""
     z = dict(np.load(path.with_suffix(".npz")))
     summary = json.loads(path.with_suffix(".json").read_text())
     groups = summary["groups"]
     tau0 = z.get("tau0", z["tau"])
     cum0 = z.get("head_cum0", z["head_cum"])
-    pop_tokens = np.bincount(z["skel"], minlength=len(tau0)).astype(np.float64)
-    head_pop = np.repeat(np.arange(len(tau0)), z["head_end"] - z["head_start"])
+    n_pop = len(tau0)
+    pop_tokens = np.bincount(z["skel"], minlength=n_pop).astype(np.float64)
+    group_tokens = np.array([summary["heaps_groups"][g]["tokens"] for g in groups], np.float64)
+    head_pop = np.repeat(np.arange(n_pop), z["head_end"] - z["head_start"])
     prev = np.concatenate([[0.0], cum0])[:-1]
     prev[z["head_start"][z["head_end"] > z["head_start"]]] = 0.0
     head_p = cum0 - prev  # per head piece: probability within its population (sums to 1 - tau0)
-    tau, cum = tau0.copy(), cum0.copy()
-    a_group, s_group, beta_group, fits = np.full(len(groups), np.nan), np.ones(len(groups)), {}, {}
-    for g, name in enumerate(groups):
-        h = summary["heaps_groups"][name]
-        ng = h["tokens"]
-        if ng < 50_000:
-            continue
-        beta, _ = loglog_fit(h["prefix_tokens"][2:], h["unique"][2:])
-        ns = ng * np.array(MULTIPLES)
-        target = h["unique"][-1] * np.array(MULTIPLES) ** beta
-        pops = np.flatnonzero(z["pop_group"] == g)
-        share = pop_tokens[pops] / ng
-        hsel = np.isin(head_pop, pops)
-        hp, hpop = head_p[hsel], head_pop[hsel]
-        r0 = z["r0"][pops]
+    mults = np.array(MULTIPLES)
+    hf = summary["heaps_fit"]
+    union_target = hf["k"] * (summary["bytes"] * mults) ** hf["beta"]
+    big = [g for g, n in enumerate(groups) if group_tokens[g] >= 50_000]
+    beta_g = {g: loglog_fit(summary["heaps_groups"][groups[g]]["prefix_tokens"][2:],
+                            summary["heaps_groups"][groups[g]]["unique"][2:])[0] for g in big}
+    own = {g: summary["heaps_groups"][groups[g]]["unique"][-1] * mults ** beta_g[g] for g in big}
+    a_group, s_group = np.full(len(groups), 1.6), np.ones(len(groups))
+    overlap = np.zeros(len(mults))
+    fits, history = {}, []
+    for _ in range(rounds):
+        small = 0.0  # groups too small to fit, at their own real size (they grow little)
+        lam = (union_target + overlap - small) / sum(own.values())
+        for g in big:
+            name = groups[g]
+            ng = group_tokens[g]
+            ns = ng * mults
+            target = own[g] * lam
+            pops = np.flatnonzero(z["pop_group"] == g)
+            share = pop_tokens[pops] / ng
+            hsel = np.isin(head_pop, pops)
+            hp, hpop = head_p[hsel], np.searchsorted(pops, head_pop[hsel])
+            r0 = z["r0"][pops]
 
-        def model(scale, a):
-            t = np.minimum(tau0[pops] * scale, 0.999)
-            keep = (1 - t) / np.maximum(1 - tau0[pops], 1e-12)
-            hq = hp * keep[np.searchsorted(pops, hpop)] * share[np.searchsorted(pops, hpop)]
-            e = (-np.expm1(-np.outer(hq, ns))).sum(axis=0)
-            live = t > 0
-            m = (share * t)[live, None] * ns[None, :]
-            return e + expected_tail_uniques(m, r0[live], a).sum(axis=0)
+            def model(scale, a, pops=pops, share=share, hp=hp, hpop=hpop, r0=r0, ns=ns):
+                t = np.minimum(tau0[pops] * scale, 0.999)
+                keep = (1 - t) / np.maximum(1 - tau0[pops], 1e-12)
+                e = (-np.expm1(-np.outer(hp * keep[hpop] * share[hpop], ns))).sum(axis=0)
+                live = t > 0
+                m = (share * t)[live, None] * ns[None, :]
+                return e + expected_tail_uniques(m, r0[live], a).sum(axis=0)
 
-        best = None
-        for scale in np.geomspace(0.5, 4.0, 13):
-            def loss(a, scale=scale):
-                return float(((np.log(model(scale, a)) - np.log(target)) ** 2).sum())
-            a = _golden(loss, 1.02, 4.0, iters=30)
-            cand = (loss(a), scale, a)
-            best = cand if best is None or cand[0] < best[0] else best
-        _, s_group[g], a_group[g] = best
-        beta_group[name] = beta
-        fits[name] = {"beta": round(beta, 4), "tail_scale": round(float(s_group[g]), 4), "a": round(float(a_group[g]), 4),
-                      "target": target.round().astype(int).tolist(),
-                      "model": model(s_group[g], a_group[g]).round().astype(int).tolist()}
-    w = np.array([summary["heaps_groups"][n]["tokens"] for n in groups], float)
-    ok = ~np.isnan(a_group)
-    a_group[~ok] = float(np.average(a_group[ok], weights=w[ok]))
-    # apply the tail scale: tail mass up, head probabilities down in proportion
-    t = np.minimum(tau0 * s_group[z["pop_group"]], 0.999)
-    keep = (1 - t) / np.maximum(1 - tau0, 1e-12)
+            best = None
+            for scale in np.geomspace(0.25, 4.0, 17):
+                def loss(a, scale=scale, target=target, model=model):
+                    return float(((np.log(model(scale, a)) - np.log(target)) ** 2).sum())
+                a = _golden(loss, 1.02, 4.0, iters=25)
+                cand = (loss(a), scale, a)
+                best = cand if best is None or cand[0] < best[0] else best
+            _, s_group[g], a_group[g] = best
+            fits[name] = {"beta": round(beta_g[g], 4), "tail_scale": round(float(s_group[g]), 4),
+                          "a": round(float(a_group[g]), 4), "target": target.round().astype(int).tolist(),
+                          "model": model(s_group[g], a_group[g]).round().astype(int).tolist()}
+        w = group_tokens[big]
+        a_other = float(np.average(a_group[big], weights=w))
+        for g in range(len(groups)):
+            if g not in big:
+                a_group[g] = a_other
+        t = np.minimum(tau0 * s_group[z["pop_group"]], 0.999)
+        keep = (1 - t) / np.maximum(1 - tau0, 1e-12)
+        overlap = expected_overlap(z, t, keep, a_group[z["pop_group"]], head_pop, head_p, pop_tokens, group_tokens, mults)
+        history.append({"scale_factor": lam.round(4).tolist(), "overlap": overlap.round().astype(int).tolist()})
+    # apply: tail mass scaled, head probabilities down in proportion, cumulative within population
     cum = np.cumsum(head_p * keep[head_pop])
     starts = z["head_start"][z["head_end"] > z["head_start"]]
     offs = np.concatenate([[0.0], cum])[:-1]
@@ -385,8 +426,10 @@ def calibrate(path: Path) -> dict:
     cum = cum - np.maximum.accumulate(base)
     z.update(tau0=tau0, head_cum0=cum0, tau=t, head_cum=cum, a_group=a_group)
     np.savez(path.with_suffix(".npz"), **z)
-    summary["calibration"] = {"multiples": MULTIPLES, "groups": fits,
-                              "a_other_groups": float(a_group[~ok][0]) if (~ok).any() else None}
+    model_union = np.array([sum(fits[groups[g]]["model"][i] for g in big) for i in range(len(mults))]) - overlap
+    summary["calibration"] = {"multiples": MULTIPLES, "groups": fits, "a_other_groups": a_other, "rounds": history,
+                              "union_target": union_target.round().astype(int).tolist(),
+                              "union_model": model_union.round().astype(int).tolist()}
     path.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
     return summary
 
