@@ -169,7 +169,7 @@ def zipf_fit(counts: np.ndarray, lo_rank: int = 10, min_count: int = 5) -> dict:
 # ---------------------------------------------------------------- fit
 
 
-def fit(train: Path, out: Path, pattern: str = PATTERN) -> dict:
+def fit(train: Path, out: Path, pattern: str = PATTERN, min_tokens: int = 50_000) -> dict:
     """Fit the model to ``train`` (Parquet, text + lang) and save it as ``out`` (.npz + .json)."""
     t0 = time.perf_counter()
     table = pq.read_table(train, columns=["text", "lang"])
@@ -314,7 +314,7 @@ def fit(train: Path, out: Path, pattern: str = PATTERN) -> dict:
         "fit_seconds": round(time.perf_counter() - t0, 1),
     }
     out.with_suffix(".json").write_text(json.dumps(summary, indent=1) + "\n")
-    return calibrate(out)
+    return calibrate(out, min_tokens=min_tokens)
 
 
 MULTIPLES = [1.0, 2.5, 5.0, 10.0, 25.0]
@@ -345,14 +345,15 @@ def expected_overlap(z: dict, tau: np.ndarray, keep: np.ndarray, a_pop: np.ndarr
     return np.array(out)
 
 
-def calibrate(path: Path, rounds: int = 2) -> dict:
+def calibrate(path: Path, rounds: int = 2, min_tokens: int = 50_000) -> dict:
     """Fit each group's tail (scale s of the once-seen mass, Lomax exponent a) so that the
     model's expected unique pieces follow a target from 1x to 25x the real size.
 
     The target keeps each group's own Heaps growth, U_g (n / N)^beta_g (beta_g: the group's
     log-log slope over its prefixes from 1/8 on), scaled at each size by one factor so that the
     union over groups follows the whole split's Heaps fit: the groups' sum minus the expected
-    overlap (pieces in several groups; computed from the model, so two rounds)."""
+    overlap (pieces in several groups; computed from the model, so two rounds). Groups with
+    fewer than ``min_tokens`` tokens keep their once-seen mass and take the mean exponent."""
     z = dict(np.load(path.with_suffix(".npz")))
     summary = json.loads(path.with_suffix(".json").read_text())
     groups = summary["groups"]
@@ -368,7 +369,7 @@ def calibrate(path: Path, rounds: int = 2) -> dict:
     mults = np.array(MULTIPLES)
     hf = summary["heaps_fit"]
     union_target = hf["k"] * (summary["bytes"] * mults) ** hf["beta"]
-    big = [g for g, n in enumerate(groups) if group_tokens[g] >= 50_000]
+    big = [g for g, n in enumerate(groups) if group_tokens[g] >= min_tokens]
     beta_g = {g: loglog_fit(summary["heaps_groups"][groups[g]]["prefix_tokens"][2:],
                             summary["heaps_groups"][groups[g]]["unique"][2:])[0] for g in big}
     own = {g: summary["heaps_groups"][groups[g]]["unique"][-1] * mults ** beta_g[g] for g in big}
@@ -409,7 +410,7 @@ def calibrate(path: Path, rounds: int = 2) -> dict:
                           "a": round(float(a_group[g]), 4), "target": target.round().astype(int).tolist(),
                           "model": model(s_group[g], a_group[g]).round().astype(int).tolist()}
         w = group_tokens[big]
-        a_other = float(np.average(a_group[big], weights=w))
+        a_other = float(np.average(a_group[big], weights=w)) if big else 1.6
         for g in range(len(groups)):
             if g not in big:
                 a_group[g] = a_other
