@@ -338,6 +338,21 @@ def markdown(res: dict) -> str:
     return "\n".join(out)
 
 
+def finish(res: dict, out: Path) -> None:
+    """Fits, extrapolation, JSON, markdown and plot from the measured rows."""
+    for r in res["rows"]:
+        if "train_mc2" in r:
+            r["train_mc2_kept"] = r["count_mc2"]["unique_pieces"] / r["count_mc2"]["unique_pieces_before"]
+    res["fits"] = fits(res["rows"], res["model"], res["min_counts"])
+    res["extrapolation"] = extrapolate(res["fits"])
+    res["plot"] = str(out.with_suffix(".png"))
+    if len([r for r in res["rows"] if r["label"] != "real"]) >= 2:
+        plot(res["rows"], res["fits"], out.with_suffix(".png"))
+    out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=float) + "\n")
+    out.with_suffix(".md").write_text(markdown(res))
+    print(f"wrote {out}.json, .md, .png", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="0.2,1", help="synthetic corpus sizes in GB of text")
@@ -349,7 +364,12 @@ def main() -> None:
     ap.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="also run the real train split")
     ap.add_argument("--heaps-curves", default="0.2,1", help="sizes whose prefix Heaps curve is measured (GB)")
     ap.add_argument("--keep", action="store_true", help="keep corpora and workdirs")
+    ap.add_argument("--render", type=Path, help="only redo fits, markdown and plot from this result JSON")
     args = ap.parse_args()
+    if args.render:
+        res = json.loads(args.render.read_text())
+        finish(res, args.render.with_suffix(""))
+        return
     args.config = str((ROOT / args.config).resolve())
     args.min_counts = [int(x) for x in args.min_counts.split(",")]
     work = Path(args.workdir)
@@ -364,11 +384,14 @@ def main() -> None:
     res = {"time": stamp, "command": "python bench/scale_sim.py " + " ".join(sys.argv[1:]),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip(),
            "config": os.path.relpath(args.config, ROOT), "workers": args.workers, "load_start": os.getloadavg()[0],
-           "model": model, "rows": [], "generated": [], "heaps_curves": {}}
+           "model": model, "min_counts": args.min_counts, "rows": [], "generated": [], "heaps_curves": {}}
+    out = ROOT / "bench" / "results" / f"scale-{stamp}"
+    partial = out.with_suffix(".partial.json")
     curves = {float(x) for x in args.heaps_curves.split(",") if x}
     if args.real:
         res["rows"].append(run_size("real", train, model["bytes"], args, work))
         res["heaps_curves"]["real"] = [p for p in model["heaps_real"][7::8]]
+        partial.write_text(json.dumps(res, indent=1, default=float) + "\n")
     for size in [float(s) for s in args.sizes.split(",")]:
         corpus = work / f"synthetic-{size:g}GB.parquet"
         if not corpus.exists():
@@ -380,21 +403,12 @@ def main() -> None:
             res["heaps_curves"][f"synthetic {size:g} GB"] = scale_corpus.measure(corpus)[::max(1, int(size * 8))]
         row = run_size(f"{size:g} GB", corpus, text_bytes, args, work)
         res["rows"].append(row)
+        res["load_end"] = os.getloadavg()[0]
+        partial.write_text(json.dumps(res, indent=1, default=float) + "\n")
         if not args.keep:
             corpus.unlink()
-    for r in res["rows"]:
-        if "train_mc2" in r:
-            r["train_mc2_kept"] = r["count_mc2"]["unique_pieces"] / r["count_mc2"]["unique_pieces_before"]
-    res["fits"] = fits(res["rows"], model, args.min_counts)
-    res["extrapolation"] = extrapolate(res["fits"])
-    res["load_end"] = os.getloadavg()[0]
-    out = ROOT / "bench" / "results" / f"scale-{stamp}"
-    res["plot"] = str(out.with_suffix(".png"))
-    if len([r for r in res["rows"] if r["label"] != "real"]) >= 2:
-        plot(res["rows"], res["fits"], out.with_suffix(".png"))
-    out.with_suffix(".json").write_text(json.dumps(res, indent=1, default=float) + "\n")
-    out.with_suffix(".md").write_text(markdown(res))
-    print(f"wrote {out}.json, .md, .png")
+    finish(res, out)
+    partial.unlink()
 
 
 def pq_text_bytes(path: Path):
