@@ -110,11 +110,7 @@ def run_size(label: str, corpus: Path, text_bytes: int, args, work: Path) -> dic
         c["unique_pieces"] = stats["unique_pieces"]
         c["unique_pieces_before"] = stats.get("pruning", {}).get("unique_pieces_before", stats["unique_pieces"])
         if mc == 1:
-            import pyarrow.ipc as ipc
-
-            with ipc.open_file(wd / "count" / "pieces.arrow") as f:
-                tot = f.read_all().column("total").to_numpy()
-            row["zipf"] = scale_corpus.zipf_fit(tot)
+            row["zipf"] = scale_corpus.zipf_fit(piece_totals(wd / "count" / "pieces.arrow"))
         row[f"count{key}"], row[f"train{key}"] = c, t
         print(f"  {label} min_count {mc}: {c['unique_pieces']:,} pieces (of {c['unique_pieces_before']:,}); "
               f"count {c['peak_rss_tree'] / 1e6:.0f} MB {c['seconds']} s, train {t['peak_rss_tree'] / 1e6:.0f} MB "
@@ -125,6 +121,23 @@ def run_size(label: str, corpus: Path, text_bytes: int, args, work: Path) -> dic
     if not args.keep:
         shutil.rmtree(wd, ignore_errors=True)
     return row
+
+
+def piece_totals(path: Path) -> np.ndarray:
+    """Each unique piece's count over all languages, from count's pieces.arrow."""
+    import pyarrow.compute as pc
+    import pyarrow.ipc as ipc
+
+    with ipc.open_file(path) as f:
+        t = f.read_all()
+    for name in ("count", "total"):
+        if name in t.column_names:
+            return t.column(name).to_numpy()
+    langs = [c for c in t.column_names if c.startswith("lang:")]
+    total = t.column(langs[0])
+    for c in langs[1:]:
+        total = pc.add(total, t.column(c))
+    return total.to_numpy()
 
 
 def fit_line(x, y) -> tuple[float, float]:
@@ -330,6 +343,11 @@ def markdown(res: dict) -> str:
                            f"{_dur(r['pretokenize_s'])} | {_dur(r['count_s'])} | {_dur(r['train_s'])} | "
                            f"{_dur(ray['pretokenize_s'])}, {_dur(ray['count_s'])}, {_dur(ray['train_s'])} |")
         out.append("")
+        if "heaps_sim" in f:
+            hs = f["heaps_sim"]
+            out.append("- With the synthetic corpora's own Heaps fit instead: "
+                       + ", ".join(f"{hs['k'] * (float(sz.split()[0]) * GB) ** hs['beta'] / 1e6:,.1f} M unique pieces at {sz}"
+                                   for sz in ex["sizes"]) + ".")
         for setting, r in ex["fits_in_ram"].items():
             out.append(f"- Largest corpus in {_gb(ex['ram'])}, {setting}: {r['unique_pieces'] / 1e6:,.1f} M unique pieces "
                        f"-> about {_gb(r['corpus_bytes'])} of text ({r['binding']} binds).")
