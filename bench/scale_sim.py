@@ -382,11 +382,26 @@ def main() -> None:
     ap.add_argument("--real", action=argparse.BooleanOptionalAction, default=True, help="also run the real train split")
     ap.add_argument("--heaps-curves", default="0.2,1", help="sizes whose prefix Heaps curve is measured (GB)")
     ap.add_argument("--keep", action="store_true", help="keep corpora and workdirs")
-    ap.add_argument("--render", type=Path, help="only redo fits, markdown and plot from this result JSON")
+    ap.add_argument("--render", type=Path, nargs="+",
+                    help="only redo fits, markdown and plot from result JSON(s); several runs' rows are joined "
+                         "(sorted by size) into a new result named after the first")
     args = ap.parse_args()
     if args.render:
-        res = json.loads(args.render.read_text())
-        finish(res, args.render.with_suffix(""))
+        runs = [json.loads(p.read_text()) for p in args.render]
+        res = runs[0]
+        if len(runs) > 1:
+            res["command"] = " + ".join(r["command"] for r in runs)
+            res["commit"] = ", ".join(dict.fromkeys(r["commit"] for r in runs))
+            res["load_end"] = runs[-1].get("load_end")
+            res["rows"] = sorted([row for r in runs for row in r["rows"]], key=lambda row: (row["label"] != "real", row["text_bytes"]))
+            for r in runs[1:]:
+                res["heaps_curves"].update(r.get("heaps_curves", {}))
+                res["generated"] = res.get("generated", []) + r.get("generated", [])
+            res["time"] = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+            out = ROOT / "bench" / "results" / f"scale-{res['time']}"
+        else:
+            out = args.render[0].with_suffix("")
+        finish(res, out)
         return
     args.config = str((ROOT / args.config).resolve())
     args.min_counts = [int(x) for x in args.min_counts.split(",")]
