@@ -157,13 +157,14 @@ def fits(rows: list[dict], model: dict, min_counts: list[int]) -> dict:
             s = stage + key
             if len(sim) < 2:
                 continue
-            u = [r[s]["unique_pieces"] if stage == "train" else r[s]["unique_pieces_before"] for r in sim]
+            c = "count" + key  # train holds the pieces count kept
+            u = [r[c]["unique_pieces"] if stage == "train" else r[c]["unique_pieces_before"] for r in sim]
             slope, base = fit_line(u, [r[s]["peak_rss_tree"] for r in sim])
             ws, wk = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r[s]["seconds"] for r in sim])
             f[s] = {"bytes_per_piece": slope, "base": base, "wall_exponent": ws, "wall_coeff": wk,
                     "against": "kept pieces" if stage == "train" else "unique pieces before pruning"}
             if mc > 1:
-                f[s]["kept_fraction"] = sim[-1][s]["unique_pieces"] / sim[-1][s]["unique_pieces_before"]
+                f[s]["kept_fraction"] = sim[-1][c]["unique_pieces"] / sim[-1][c]["unique_pieces_before"]
     if len(sim) >= 2:
         ws, wk = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r["pretokenize"]["seconds"] for r in sim])
         f["pretokenize"] = {"peak_rss_max": max(r["pretokenize"]["peak_rss_tree"] for r in sim),
