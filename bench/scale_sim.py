@@ -146,66 +146,83 @@ def fit_line(x, y) -> tuple[float, float]:
 
 
 def fits(rows: list[dict], model: dict, min_counts: list[int]) -> dict:
+    """Least-squares lines over the synthetic sizes.
+
+    - count: peak RSS = base + bytes x pieces it keeps (with pruning, the assembled table holds
+      the kept pieces only, so at min_count 2 the peak is the larger of that line, with the
+      unpruned slope, and the flat peak of the other phases measured at that setting);
+    - train: peak RSS = base + bytes x kept pieces;
+    - pretokenize: per shard, so its largest measured peak;
+    - wall time: a fixed part (start-up, JIT) + seconds per byte of text (pretokenize, count)
+      or per kept piece (train)."""
     sim = [r for r in rows if r["label"] != "real"]
-    f = {"heaps_real": model["heaps_fit"]}
-    if len(sim) >= 2:
-        b, k = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r["unique_pieces"] for r in sim])
-        f["heaps_sim"] = {"beta": b, "k": k}
+    f = {"heaps_real": model["heaps_fit"], "n_sizes": len(sim)}
+    if len(sim) < 2:
+        return f
+    b, k = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r["unique_pieces"] for r in sim])
+    f["heaps_sim"] = {"beta": b, "k": k}
+    x = [r["text_bytes"] for r in sim]
+    sec, base = fit_line(x, [r["pretokenize"]["seconds"] for r in sim])
+    f["pretokenize"] = {"peak_rss_max": max(r["pretokenize"]["peak_rss_tree"] for r in sim),
+                        "wall_base": base, "wall_per_byte": sec}
     for mc in min_counts:
         key = "" if mc == 1 else f"_mc{mc}"
-        for stage in ("count", "train"):
-            s = stage + key
-            if len(sim) < 2:
-                continue
-            c = "count" + key  # train holds the pieces count kept
-            u = [r[c]["unique_pieces"] if stage == "train" else r[c]["unique_pieces_before"] for r in sim]
-            slope, base = fit_line(u, [r[s]["peak_rss_tree"] for r in sim])
-            ws, wk = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r[s]["seconds"] for r in sim])
-            f[s] = {"bytes_per_piece": slope, "base": base, "wall_exponent": ws, "wall_coeff": wk,
-                    "against": "kept pieces" if stage == "train" else "unique pieces before pruning"}
-            if mc > 1:
-                f[s]["kept_fraction"] = sim[-1][c]["unique_pieces"] / sim[-1][c]["unique_pieces_before"]
-    if len(sim) >= 2:
-        ws, wk = scale_corpus.loglog_fit([r["text_bytes"] for r in sim], [r["pretokenize"]["seconds"] for r in sim])
-        f["pretokenize"] = {"peak_rss_max": max(r["pretokenize"]["peak_rss_tree"] for r in sim),
-                            "wall_exponent": ws, "wall_coeff": wk,
-                            "mb_per_s": float(np.median([r["text_bytes"] / r["pretokenize"]["seconds"] / 1e6 for r in sim]))}
+        c = "count" + key
+        kept = [r[c]["unique_pieces"] for r in sim]
+        slope, base = fit_line(kept, [r[c]["peak_rss_tree"] for r in sim])
+        sec, wbase = fit_line(x, [r[c]["seconds"] for r in sim])
+        f[c] = {"bytes_per_piece": slope, "base": base, "wall_base": wbase, "wall_per_byte": sec,
+                "flat_peak": max(r[c]["peak_rss_tree"] for r in sim),
+                "kept_fraction": kept[-1] / sim[-1][c]["unique_pieces_before"]}
+        t = "train" + key
+        slope, base = fit_line(kept, [r[t]["peak_rss_tree"] for r in sim])
+        sec, wbase = fit_line(kept, [r[t]["seconds"] for r in sim])
+        f[t] = {"bytes_per_piece": slope, "base": base, "wall_base": wbase, "wall_per_piece": sec}
     return f
 
 
+def predict(f: dict, key: str, n: float) -> dict:
+    """Unique pieces, peak RSS and wall per stage at n bytes of text (key "" or "_mc2")."""
+    h = f["heaps_real"]
+    u = h["k"] * n ** h["beta"]
+    c, t = f["count" + key], f["train" + key]
+    kept = u * c["kept_fraction"]
+    full = f["count"]
+    count_rss = full["base"] + full["bytes_per_piece"] * kept
+    if key:
+        count_rss = max(count_rss, c["flat_peak"])
+    return {"unique_pieces": u, "kept_pieces": kept,
+            "pretokenize_rss": f["pretokenize"]["peak_rss_max"], "count_rss": count_rss,
+            "train_rss": t["base"] + t["bytes_per_piece"] * kept,
+            "pretokenize_s": f["pretokenize"]["wall_base"] + f["pretokenize"]["wall_per_byte"] * n,
+            "count_s": c["wall_base"] + c["wall_per_byte"] * n,
+            "train_s": t["wall_base"] + t["wall_per_piece"] * kept}
+
+
 def extrapolate(f: dict, sizes=(100 * GB, 1000 * GB), ram=24 * GB, nodes=(1, 8, 32)) -> dict:
-    """Per stage at each size: unique pieces from the real Heaps fit, RSS = base + slope x pieces."""
+    """``predict`` at 100 GB and 1 TB, one machine and a Ray cluster; the largest corpus in ``ram``."""
     if "train" not in f:
         return {}
-    h = f["heaps_real"]
     out = {"ram": ram, "sizes": {}, "fits_in_ram": {}}
-
-    def pieces(n):
-        return h["k"] * n ** h["beta"]
-
     for key in [k for k in ("", "_mc2") if "train" + k in f]:
-        c, t = f["count" + key], f["train" + key]
-        kept = t.get("kept_fraction", f.get("count" + key, {}).get("kept_fraction", 1.0))
+        setting = "default" if not key else "min_count_2"
         for n in sizes:
-            u = pieces(n)
-            row = {"unique_pieces": u, "kept_pieces": u * kept,
-                   "count_rss": c["base"] + c["bytes_per_piece"] * u,
-                   "train_rss": t["base"] + t["bytes_per_piece"] * u * kept,
-                   "pretokenize_rss": f["pretokenize"]["peak_rss_max"],
-                   "pretokenize_s": f["pretokenize"]["wall_coeff"] * n ** f["pretokenize"]["wall_exponent"],
-                   "count_s": c["wall_coeff"] * n ** c["wall_exponent"],
-                   "train_s": t["wall_coeff"] * n ** t["wall_exponent"]}
+            row = predict(f, key, n)
+            # pretokenize is a map over shards and count's reduce runs as executor tasks: both
+            # spread over the nodes (count's split pass and final table stay on the driver: the
+            # 1/k is a lower bound); train runs on one node.
             row["ray"] = {str(k): {"pretokenize_s": row["pretokenize_s"] / k, "count_s": row["count_s"] / k,
                                    "train_s": row["train_s"], "head_node_rss": max(row["train_rss"], row["count_rss"])}
                           for k in nodes}
-            out["sizes"].setdefault(f"{n / GB:g} GB", {})["default" if not key else "min_count_2"] = row
-        # largest corpus whose count and train fit in `ram`
-        u_count = (ram - c["base"]) / c["bytes_per_piece"]
-        u_train = (ram - t["base"]) / (t["bytes_per_piece"] * kept)
-        u_max = min(u_count, u_train)
-        out["fits_in_ram"]["default" if not key else "min_count_2"] = {
-            "binding": "count" if u_count < u_train else "train", "unique_pieces": u_max,
-            "corpus_bytes": (u_max / h["k"]) ** (1 / h["beta"])}
+            out["sizes"].setdefault(f"{n / GB:g} GB", {})[setting] = row
+        lo, hi = 1e8, 1e15  # bisect in log space for the largest n with every stage under ram
+        for _ in range(100):
+            mid = math.sqrt(lo * hi)
+            r = predict(f, key, mid)
+            lo, hi = (mid, hi) if max(r["count_rss"], r["train_rss"], r["pretokenize_rss"]) <= ram else (lo, mid)
+        r = predict(f, key, lo)
+        out["fits_in_ram"][setting] = {"corpus_bytes": lo, "unique_pieces": r["unique_pieces"],
+                                       "binding": "count" if r["count_rss"] >= r["train_rss"] else "train"}
     return out
 
 
@@ -219,38 +236,34 @@ def plot(rows: list[dict], f: dict, path: Path) -> None:
     x = np.array([r["text_bytes"] for r in sim])
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.8))
     grid = np.geomspace(min(x) / 2, 1000 * GB, 100)
-    h = f["heaps_real"]
     colors = {"pretokenize": "tab:blue", "count": "tab:orange", "train": "tab:green"}
     for key, ls in (("", "-"), ("_mc2", ":")):
+        if "train" + key not in f:
+            continue
+        pred = [predict(f, key, n) for n in grid]
         for stage in STAGES:
-            s = stage + key
-            if s not in sim[0]:
+            if stage == "pretokenize" and key:
                 continue
+            s = stage + key
             lab = s.replace("_mc2", " (min_count 2)")
-            ax1.loglog(x, [r[s]["peak_rss_tree"] for r in sim], "o", color=colors[stage], mfc="none" if key else None)
-            ax2.loglog(x, [r[s]["seconds"] for r in sim], "o", color=colors[stage], mfc="none" if key else None)
-            if s in f and stage != "pretokenize":
-                kept = f[s].get("kept_fraction", 1.0) if stage == "train" else 1.0
-                ax1.loglog(grid, f[s]["base"] + f[s]["bytes_per_piece"] * kept * h["k"] * grid ** h["beta"], ls,
-                           color=colors[stage], label=lab)
-                ax2.loglog(grid, f[s]["wall_coeff"] * grid ** f[s]["wall_exponent"], ls, color=colors[stage], label=lab)
-            elif s in f:
-                ax1.loglog(grid, np.full_like(grid, f[s]["peak_rss_max"]), ls, color=colors[stage], label=lab)
-                ax2.loglog(grid, f[s]["wall_coeff"] * grid ** f[s]["wall_exponent"], ls, color=colors[stage], label=lab)
-    real = [r for r in rows if r["label"] == "real"]
-    for r in real:
+            fill = "none" if key else None
+            ax1.loglog(x, [r[s]["peak_rss_tree"] for r in sim], "o", color=colors[stage], mfc=fill)
+            ax2.loglog(x, [r[s]["seconds"] for r in sim], "o", color=colors[stage], mfc=fill)
+            ax1.loglog(grid, [p[f"{stage}_rss"] for p in pred], ls, color=colors[stage], label=lab)
+            ax2.loglog(grid, [p[f"{stage}_s"] for p in pred], ls, color=colors[stage], label=lab)
+    for r in [r for r in rows if r["label"] == "real"]:
         for stage in STAGES:
             ax1.loglog([r["text_bytes"]], [r[stage]["peak_rss_tree"]], "x", color=colors[stage], ms=9)
             ax2.loglog([r["text_bytes"]], [r[stage]["seconds"]], "x", color=colors[stage], ms=9)
     ax1.axhline(24 * GB, color="gray", lw=0.8)
     ax1.text(grid[0], 24 * GB * 1.1, "24 GB", color="gray")
-    for ax, yl in ((ax1, "peak RSS (bytes, process tree)"), (ax2, "wall time (s)")):
+    for ax, yl in ((ax1, "peak RSS (bytes, process tree)"), (ax2, "wall time (s), 2 workers")):
         ax.set_xlabel("corpus text (bytes)")
         ax.set_ylabel(yl)
         ax.grid(True, which="both", lw=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle("dwstok stages on synthetic corpora (o: measured, x: real train split, lines: fits; "
-                 "RSS lines = base + bytes/piece x Heaps)", fontsize=9)
+    fig.suptitle("dwstok stages on synthetic corpora (o: measured, x: real train split; lines: fits, "
+                 "pieces from the real Heaps fit)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 
@@ -319,19 +332,25 @@ def markdown(res: dict) -> str:
                        f"(real: {hb:.3f}).")
         for s in ("count", "train", "count_mc2", "train_mc2"):
             if s in f:
-                out.append(f"- {s}: peak RSS = {_mb(f[s]['base'])} + {f[s]['bytes_per_piece']:,.0f} B x {f[s]['against']}; "
-                           f"wall ~ bytes^{f[s]['wall_exponent']:.2f}.")
+                per = (f"{f[s]['wall_per_byte'] * GB:,.0f} s per GB" if "wall_per_byte" in f[s]
+                       else f"{f[s]['wall_per_piece'] * 1e6:,.1f} s per M kept pieces")
+                extra = (f"; kept at the largest size: {100 * f[s]['kept_fraction']:.1f}%"
+                         if f[s].get("kept_fraction", 1.0) < 1.0 else "")
+                out.append(f"- {s}: peak RSS = {_mb(f[s]['base'])} + {f[s]['bytes_per_piece']:,.0f} B x kept pieces; "
+                           f"wall = {f[s]['wall_base']:,.0f} s + {per}{extra}.")
         out.append(f"- pretokenize: peak RSS at most {_mb(f['pretokenize']['peak_rss_max'])} (per shard, not per corpus); "
-                   f"{f['pretokenize']['mb_per_s']:.1f} MB/s; wall ~ bytes^{f['pretokenize']['wall_exponent']:.2f}.")
+                   f"wall = {f['pretokenize']['wall_base']:,.0f} s + {f['pretokenize']['wall_per_byte'] * GB:,.0f} s per GB.")
         out.append("")
     ex = res.get("extrapolation")
     if ex:
         out += ["## Extrapolation", "",
-                "Unique pieces from the real Heaps fit; RSS = base + bytes/piece x pieces (count: all pieces, train: kept "
-                "pieces; min_count 2 keeps the fraction measured at the largest synthetic size); wall from the log-log "
-                "fits. Ray: pretokenize (a map over shards) and count's partition reduce run as executor tasks and divide "
-                "by the nodes (count's final table is still assembled on the driver, so its RSS does not); **train runs "
-                "on one node**, so its RAM and time do not change with the cluster.", "",
+                "Unique pieces from the real split's Heaps fit; peak RSS and wall from the lines above (min_count 2 "
+                "keeps the fraction measured at the largest synthetic size; that fraction fell with size here, so this "
+                "overstates what is kept). Wall times are for this machine's 2 shared cores at the load above: read them "
+                "as ratios. Ray: pretokenize is a map over shards and count's partitions reduce as executor tasks, so "
+                "both divide by the nodes (a lower bound for count: its split pass and the assembled table stay on the "
+                "driver, so count's RAM on the head node does not shrink); **train runs on one node**: its RAM and time "
+                "do not change with the cluster, and the head node needs the larger of count's and train's RAM.", "",
                 "| corpus | setting | unique pieces | kept | pretokenize RSS | count RSS | train RSS | one machine needs | "
                 "pretokenize | count | train | 32 nodes: pretokenize, count, train |",
                 "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
@@ -349,6 +368,15 @@ def markdown(res: dict) -> str:
             out.append("- With the synthetic corpora's own Heaps fit instead: "
                        + ", ".join(f"{hs['k'] * (float(sz.split()[0]) * GB) ** hs['beta'] / 1e6:,.1f} M unique pieces at {sz}"
                                    for sz in ex["sizes"]) + ".")
+        from stages.count_partitions import MAX_AUTO_PARTITIONS, PART_BYTES
+
+        big = max((r for r in rows if r["label"] != "real"), key=lambda r: r["text_bytes"])
+        ratio = big["pretokenize"]["output_bytes"] / big["text_bytes"]
+        parts = ", ".join(f"{_mb(ratio * float(sz.split()[0]) * GB / MAX_AUTO_PARTITIONS)} at {sz}" for sz in ex["sizes"])
+        out.append(f"- count's partitions: pretokenize writes {ratio:.3f} bytes per byte of text here, and `count.partitions: 0` "
+                   f"picks one per {PART_BYTES >> 20} MB of it but at most {MAX_AUTO_PARTITIONS}, so above "
+                   f"{_gb(MAX_AUTO_PARTITIONS * PART_BYTES / ratio)} of text each partition grows with the corpus ({parts}); "
+                   "the lines above were measured below that cap. Set `count.partitions` for such a corpus.")
         for setting, r in ex["fits_in_ram"].items():
             out.append(f"- Largest corpus in {_gb(ex['ram'])}, {setting}: {r['unique_pieces'] / 1e6:,.1f} M unique pieces "
                        f"-> about {_gb(r['corpus_bytes'])} of text ({r['binding']} binds).")
