@@ -165,9 +165,14 @@ def fits(rows: list[dict], model: dict, min_counts: list[int]) -> dict:
     sec, base = fit_line(x, [r["pretokenize"]["seconds"] for r in sim])
     f["pretokenize"] = {"peak_rss_max": max(r["pretokenize"]["peak_rss_tree"] for r in sim),
                         "wall_base": base, "wall_per_byte": sec}
+    everything = sim
     for mc in min_counts:
         key = "" if mc == 1 else f"_mc{mc}"
         c = "count" + key
+        sim = [r for r in everything if c in r]  # a run may have measured some settings only
+        if len(sim) < 2:
+            continue
+        x = [r["text_bytes"] for r in sim]
         kept = [r[c]["unique_pieces"] for r in sim]
         slope, base = fit_line(kept, [r[c]["peak_rss_tree"] for r in sim])
         sec, wbase = fit_line(x, [r[c]["seconds"] for r in sim])
@@ -247,8 +252,9 @@ def plot(rows: list[dict], f: dict, path: Path) -> None:
             s = stage + key
             lab = s.replace("_mc2", " (min_count 2)")
             fill = "none" if key else None
-            ax1.loglog(x, [r[s]["peak_rss_tree"] for r in sim], "o", color=colors[stage], mfc=fill)
-            ax2.loglog(x, [r[s]["seconds"] for r in sim], "o", color=colors[stage], mfc=fill)
+            have = [r for r in sim if s in r]
+            ax1.loglog([r["text_bytes"] for r in have], [r[s]["peak_rss_tree"] for r in have], "o", color=colors[stage], mfc=fill)
+            ax2.loglog([r["text_bytes"] for r in have], [r[s]["seconds"] for r in have], "o", color=colors[stage], mfc=fill)
             ax1.loglog(grid, [p[f"{stage}_rss"] for p in pred], ls, color=colors[stage], label=lab)
             ax2.loglog(grid, [p[f"{stage}_s"] for p in pred], ls, color=colors[stage], label=lab)
     for r in [r for r in rows if r["label"] == "real"]:
