@@ -24,6 +24,7 @@ unless ``--keep``.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -450,10 +451,17 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     train = SHARED / "corpus" / "train.parquet"
     model_path = work / "model"
-    if not model_path.with_suffix(".json").exists() or "calibration" not in json.loads(model_path.with_suffix(".json").read_text()):
+    # the cached model is reused while the generator's code and the train split are unchanged
+    stamp_of = {"generator": hashlib.sha256(Path(scale_corpus.__file__).read_bytes()).hexdigest()[:16],
+                "train": [train.stat().st_size, train.stat().st_mtime_ns]}
+    cached = json.loads(model_path.with_suffix(".json").read_text()) if model_path.with_suffix(".json").exists() else {}
+    if "calibration" not in cached or cached.get("stamp") != stamp_of:
         print("fitting the generator to", train, flush=True)
         scale_corpus.fit(train, model_path)
-    model = json.loads(model_path.with_suffix(".json").read_text())
+        cached = json.loads(model_path.with_suffix(".json").read_text())
+        cached["stamp"] = stamp_of
+        model_path.with_suffix(".json").write_text(json.dumps(cached, indent=1) + "\n")
+    model = cached
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     res = {"time": stamp, "command": "python bench/scale_sim.py " + " ".join(sys.argv[1:]),
            "commit": subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip(),
