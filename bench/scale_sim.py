@@ -457,6 +457,8 @@ def main() -> None:
     cached = json.loads(model_path.with_suffix(".json").read_text()) if model_path.with_suffix(".json").exists() else {}
     if "calibration" not in cached or cached.get("stamp") != stamp_of:
         print("fitting the generator to", train, flush=True)
+        for old in work.glob("synthetic-*.parquet"):  # drawn from the previous model
+            old.unlink()
         scale_corpus.fit(train, model_path)
         cached = json.loads(model_path.with_suffix(".json").read_text())
         cached["stamp"] = stamp_of
@@ -482,7 +484,8 @@ def main() -> None:
             print(f"generated {corpus.name}: {g['bytes'] / 1e6:.0f} MB in {g['seconds']} s", flush=True)
         text_bytes = int(sum(pq_text_bytes(corpus)))
         if size in curves:
-            res["heaps_curves"][f"synthetic {size:g} GB"] = scale_corpus.measure(corpus)[::max(1, int(size * 8))]
+            pts = scale_corpus.measure(corpus)
+            res["heaps_curves"][f"synthetic {size:g} GB"] = pts[: -1 : max(1, int(size * 8))] + pts[-1:]
         row = run_size(f"{size:g} GB", corpus, text_bytes, args, work)
         res["rows"].append(row)
         res["load_end"] = os.getloadavg()[0]
