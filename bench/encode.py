@@ -3,8 +3,8 @@
 Text: a deterministic sample of the train split, about ``--group-kb`` KB of whole
 documents per language group (groups with less than ``--min-group-kb`` in the split are
 pooled as ``rare``), drawn from after the first 1 MB, which is the warm-up text. Every
-encoder uses GPT-4o's o200k_base rank file, so all produce the same ids; the token
-counts are checked equal per group.
+encoder uses GPT-4o's o200k_base rank file (``--vocab N``: its first N ranks, a valid
+rank file too), so all produce the same ids; the token counts are checked equal per group.
 
 Modes (``encode`` per document, batches one per group):
 
@@ -25,6 +25,7 @@ fastokens runs its BPE in a pool of its own that ignores ``RAYON_NUM_THREADS`` (
     .venv/bin/python bench/encode.py           # tables + bench/results/encode-<time>.json/.md
     .venv/bin/python bench/encode.py --quick --only list flat@2
     .venv/bin/python bench/encode.py --only dwstok-list fastokens-list --repeats 5
+    .venv/bin/python bench/encode.py --vocab 32768 --only list batch@1   # DWSLMTok's vocab size
 """
 
 from __future__ import annotations
@@ -134,14 +135,21 @@ def _pin(threads: int) -> None:
         os.sched_setaffinity(0, set(cpus[:threads]))
 
 
-def _runner(mode: str, encoder: str, threads: int):
+def _specials(ranks: Path) -> dict[str, int]:
+    """o200k's specials, or for a rank file cut to its first N ranks, one special at N."""
+    if ranks == RANKS:
+        return SPECIALS
+    return {"<|endoftext|>": len(ranks.read_bytes().splitlines())}
+
+
+def _runner(mode: str, encoder: str, threads: int, ranks: Path):
     """A function texts -> number of tokens, for one case."""
     import numpy as np
 
     if encoder == "dwstok":
         from dwstok import Tokenizer
 
-        tok = Tokenizer.from_tiktoken(RANKS, pattern="o200k", special_tokens=SPECIALS)
+        tok = Tokenizer.from_tiktoken(ranks, pattern="o200k", special_tokens=_specials(ranks))
         if mode == "list":
             return lambda ts: sum(len(tok.encode(t)) for t in ts)
         if mode == "numpy":
@@ -160,7 +168,7 @@ def _runner(mode: str, encoder: str, threads: int):
     if encoder == "fastokens":
         import fastokens
 
-        ft = fastokens.Tokenizer.from_tiktoken(str(RANKS), encoding="o200k_base")
+        ft = fastokens.Tokenizer.from_tiktoken(str(ranks), encoding="o200k_base")
         if mode == "list":
             return lambda ts: sum(len(ft.encode(t, split_special_tokens=True).ids) for t in ts)
         if mode.startswith("batch"):
@@ -179,8 +187,8 @@ def _runner(mode: str, encoder: str, threads: int):
         from dwstok.patterns import PATTERNS
 
         enc = tiktoken.Encoding(
-            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(RANKS)),
-            special_tokens=SPECIALS,
+            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)),
+            special_tokens=_specials(ranks),
         )
         if mode == "list":
             return lambda ts: sum(len(enc.encode_ordinary(t)) for t in ts)
@@ -188,14 +196,14 @@ def _runner(mode: str, encoder: str, threads: int):
     raise SystemExit(f"no runner for {encoder} {mode}")
 
 
-def worker(case: str, sample: Path) -> dict:
+def worker(case: str, sample: Path, ranks: Path) -> dict:
     """Run one case in this process; return its figures per group."""
     import resource
 
     mode, encoder, threads = CASES[case]
     _pin(threads)
     warm, groups = read_sample(sample)
-    run = _runner(mode, encoder, threads)
+    run = _runner(mode, encoder, threads, ranks)
     run(warm)
     out = {}
     for g, texts in groups.items():
@@ -267,7 +275,7 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict) -> list[str]
     rows = summary["rows"]
     total = sum(group_bytes.values())
     lines = [
-        f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, first pass, fresh process per case,"
+        f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, vocab {meta['vocab']}, first pass, fresh process per case,"
         f" median of {meta['repeats']}; load {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}"
         f" on {meta['cpu_count']} CPUs",
         "",
@@ -313,10 +321,12 @@ def main() -> None:
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--sample", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--make-sample", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--ranks", type=Path, default=RANKS, help=argparse.SUPPRESS)
+    ap.add_argument("--vocab", type=int, help="cut o200k_base to its first N ranks (32768: DWSLMTok's size) for every encoder")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.sample)))
+        print(json.dumps(worker(args.worker, args.sample, args.ranks)))
         return
     if args.make_sample:
         write_sample(args.make_sample, args.group_kb, args.min_group_kb)
@@ -328,7 +338,8 @@ def main() -> None:
         ap.error(f"unknown --only {sorted(unknown)}; cases: {', '.join(CASES)}")
     cases = _select(args.only, args.threads)
     meta = {"cpu_count": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": sys.version.split()[0],
-            "repeats": args.repeats, "group_kb": args.group_kb, "seed": SEED, "warm_bytes": WARM_BYTES}
+            "repeats": args.repeats, "group_kb": args.group_kb, "seed": SEED, "warm_bytes": WARM_BYTES,
+            "vocab": args.vocab or "o200k_base"}
     with tempfile.TemporaryDirectory() as tmp:
         sample = Path(tmp) / "sample.arrow"
         # in a process of its own: reading the split takes 600 MB, which a worker forked
@@ -338,6 +349,10 @@ def main() -> None:
              "--min-group-kb", str(args.min_group_kb)], check=True,
         )
         _, groups = read_sample(sample)
+        ranks = RANKS
+        if args.vocab:
+            ranks = Path(tmp) / f"o200k-first-{args.vocab}.tiktoken"
+            ranks.write_bytes(b"\n".join(RANKS.read_bytes().splitlines()[: args.vocab]) + b"\n")
         group_bytes = {g: sum(len(t.encode()) for t in ts) for g, ts in groups.items()}
         results: dict[str, list[dict]] = {c: [] for c in cases}
         for _ in range(args.repeats):  # interleaved, so drifting machine load hits every case alike
@@ -345,7 +360,7 @@ def main() -> None:
                 n = str(CASES[case][2])
                 env = dict(os.environ, RAYON_NUM_THREADS=n, NUMBA_NUM_THREADS=n, FASTOKENS_BPE_THREADS=n)
                 p = subprocess.run(
-                    [sys.executable, __file__, "--worker", case, "--sample", str(sample)],
+                    [sys.executable, __file__, "--worker", case, "--sample", str(sample), "--ranks", str(ranks)],
                     capture_output=True, text=True, env=env, check=False,
                 )
                 if p.returncode != 0:

@@ -37,6 +37,10 @@ _NO_SPECIALS: frozenset = frozenset()
 _GROW = bpe.CACHE_GROW  # a local name: read once per call
 # Below this many ids ``ndarray.tolist()`` is as fast as taking cached ints (about 1 us).
 _TAKE_FROM = 64
+# Cached ints pay while they stay in the CPU's caches (32,768 of them take 1 MB); taking
+# each from a bigger vocabulary on mixed languages can miss, and then a fresh int from
+# ``tolist`` is as cheap. Measured by bench/list_ints.py.
+_INT_CACHE_MAX_VOCAB = 1 << 16
 # A batch on several threads is cut into about this many ranges a thread (none under
 # ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
 # do not leave the other threads idle, and the lists of a finished range are made while
@@ -519,19 +523,23 @@ class Tokenizer:
         return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
 
     @cached_property
-    def _pyints(self) -> np.ndarray:
-        """The Python int of every id, as an object array.
+    def _pyints(self) -> np.ndarray | None:
+        """The Python int of every id, as an object array (None for a vocabulary too big
+        to stay in cache: see ``_INT_CACHE_MAX_VOCAB``).
 
-        ``ndarray.tolist()`` makes a new int object per id (a quarter of ``encode()`` on
-        multilingual text); ``take`` from here only counts references to ints made once.
+        ``ndarray.tolist()`` makes a new int object per id; ``take`` from here only counts
+        references to ints made once.
         """
+        if self.n_vocab > _INT_CACHE_MAX_VOCAB:
+            return None
         return np.arange(self.n_vocab, dtype=np.int64).astype(object)
 
     def _as_list(self, ids: np.ndarray) -> list[int]:
-        """``ids.tolist()``, for ids below ``n_vocab``, from the cached ints."""
-        if ids.size < _TAKE_FROM:
+        """``ids.tolist()``, for ids below ``n_vocab``, from the cached ints if there are."""
+        ints = self._pyints
+        if ints is None or ids.size < _TAKE_FROM:
             return ids.tolist()
-        return self._pyints.take(ids).tolist()
+        return ints.take(ids).tolist()
 
     def encode_with_offsets(
         self, text: str, *, allowed_special: Iterable[str] | str = ()
