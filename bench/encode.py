@@ -26,6 +26,7 @@ fastokens runs its BPE in a pool of its own that ignores ``RAYON_NUM_THREADS`` (
     .venv/bin/python bench/encode.py --quick --only list flat@2
     .venv/bin/python bench/encode.py --only dwstok-list fastokens-list --repeats 5
     .venv/bin/python bench/encode.py --vocab 32768 --only list batch@1   # DWSLMTok's vocab size
+    .venv/bin/python bench/encode.py --baseline ../main   # main's dwstok too (dwstok-list@base ...)
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def _cases() -> dict[str, tuple[str, str, int]]:
 
 
 CASES = _cases()
+BASE = "@base"  # a dwstok case run on --baseline's checkout instead
+
+
+def _case(name: str) -> tuple[str, str, int]:
+    mode, enc, threads = CASES[name.removesuffix(BASE)]
+    return mode, enc + BASE if name.endswith(BASE) else enc, threads
 MODES = list(dict.fromkeys(m for m, _, _ in CASES.values()))
 # the fastokens case each dwstok mode is compared with
 PEER = {m: ("fastokens-list" if m in ("list", "numpy") else f"fastokens-{m}") for m in MODES}
@@ -200,7 +207,8 @@ def worker(case: str, sample: Path, ranks: Path) -> dict:
     """Run one case in this process; return its figures per group."""
     import resource
 
-    mode, encoder, threads = CASES[case]
+    mode, encoder, threads = _case(case)
+    encoder = encoder.removesuffix(BASE)  # the same code; PYTHONPATH says which checkout
     _pin(threads)
     warm, groups = read_sample(sample)
     run = _runner(mode, encoder, threads, ranks)
@@ -217,7 +225,7 @@ def worker(case: str, sample: Path, ranks: Path) -> dict:
 # ------------------------------------------------------------------ the driver
 
 
-def _select(only: list[str] | None, threads: list[int]) -> list[str]:
+def _select(only: list[str] | None, threads: list[int], baseline: bool) -> list[str]:
     chosen = [c for c in CASES if not only or c in only or CASES[c][0] in only or CASES[c][1] in only]
     chosen = [c for c in chosen if CASES[c][2] in threads]
     # a dwstok mode needs its peer in the same run
@@ -225,6 +233,8 @@ def _select(only: list[str] | None, threads: list[int]) -> list[str]:
         mode, enc, _ = CASES[c]
         if enc == "dwstok" and PEER[mode] not in chosen:
             chosen.append(PEER[mode])
+    if baseline:
+        chosen += [c + BASE for c in chosen if CASES[c][1] == "dwstok"]
     return chosen
 
 
@@ -239,7 +249,7 @@ def _summarize(cases: list[str], results: dict[str, list[dict]], group_bytes: di
         cpu = {g: statistics.median(r["groups"][g]["cpu_s"] for r in runs) for g in groups}
         total = sum(wall.values())
         rows[case] = {
-            "mode": CASES[case][0], "encoder": CASES[case][1], "threads": CASES[case][2], "runs": len(runs),
+            "mode": _case(case)[0], "encoder": _case(case)[1], "threads": _case(case)[2], "runs": len(runs),
             "tokens": {g: runs[0]["groups"][g]["tokens"] for g in groups},
             "wall_s": wall, "wall_s_all": total, "cpu_s": cpu, "cpu_s_all": sum(cpu.values()),
             "MB_per_s": {g: group_bytes[g] / wall[g] / 1e6 for g in groups},
@@ -251,11 +261,14 @@ def _summarize(cases: list[str], results: dict[str, list[dict]], group_bytes: di
     ratios = {"wall": {}, "cpu": {}}
     for clock, table in ratios.items():
         for mode in MODES:
-            dw, peer = rows.get(f"dwstok-{mode}"), rows.get(PEER[mode])
-            if dw and peer:
-                per = {g: peer[f"{clock}_s"][g] / dw[f"{clock}_s"][g] for g in groups}
-                worst = min(per, key=per.get)
-                table[mode] = {"groups": per, "all": peer[f"{clock}_s_all"] / dw[f"{clock}_s_all"], "worst": [worst, per[worst]]}
+            for suffix in ("", BASE):
+                dw, peer = rows.get(f"dwstok-{mode}{suffix}"), rows.get(PEER[mode])
+                if dw and peer:
+                    per = {g: peer[f"{clock}_s"][g] / dw[f"{clock}_s"][g] for g in groups}
+                    worst = min(per, key=per.get)
+                    table[mode + suffix] = {
+                        "groups": per, "all": peer[f"{clock}_s_all"] / dw[f"{clock}_s_all"], "worst": [worst, per[worst]]
+                    }
     return {"rows": rows, "ratios": ratios}
 
 
@@ -284,7 +297,7 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict) -> list[str]
     ]
     for case, r in rows.items():
         mode = r["mode"]
-        peer = rows.get(PEER[mode])
+        peer = rows.get(PEER[mode]) if case != PEER[mode] else None
         tik = rows.get(f"tiktoken-{mode}") or rows.get("tiktoken-list")
         vs = lambda p: f"{r['MB_per_s_all'] / p['MB_per_s_all']:.2f}x" if p else "-"  # noqa: E731
         lines.append(
@@ -318,6 +331,7 @@ def main() -> None:
     ap.add_argument("--group-kb", type=int, default=220, help="sample size per language group")
     ap.add_argument("--min-group-kb", type=int, default=100, help="smaller groups are pooled as 'rare'")
     ap.add_argument("--quick", action="store_true", help="one repeat of 64 KB per group")
+    ap.add_argument("--baseline", type=Path, help="a checkout whose dwstok runs every dwstok case again (@base), same run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--sample", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--make-sample", type=Path, help=argparse.SUPPRESS)
@@ -336,10 +350,10 @@ def main() -> None:
     unknown = set(args.only or ()) - set(CASES) - set(MODES) - {e for _, e, _ in CASES.values()}
     if unknown:
         ap.error(f"unknown --only {sorted(unknown)}; cases: {', '.join(CASES)}")
-    cases = _select(args.only, args.threads)
+    cases = _select(args.only, args.threads, args.baseline is not None)
     meta = {"cpu_count": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": sys.version.split()[0],
             "repeats": args.repeats, "group_kb": args.group_kb, "seed": SEED, "warm_bytes": WARM_BYTES,
-            "vocab": args.vocab or "o200k_base"}
+            "vocab": args.vocab or "o200k_base", "baseline": str(args.baseline) if args.baseline else None}
     with tempfile.TemporaryDirectory() as tmp:
         sample = Path(tmp) / "sample.arrow"
         # in a process of its own: reading the split takes 600 MB, which a worker forked
@@ -357,8 +371,10 @@ def main() -> None:
         results: dict[str, list[dict]] = {c: [] for c in cases}
         for _ in range(args.repeats):  # interleaved, so drifting machine load hits every case alike
             for case in cases:
-                n = str(CASES[case][2])
+                n = str(_case(case)[2])
                 env = dict(os.environ, RAYON_NUM_THREADS=n, NUMBA_NUM_THREADS=n, FASTOKENS_BPE_THREADS=n)
+                if case.endswith(BASE):
+                    env["PYTHONPATH"] = str(args.baseline.resolve())
                 p = subprocess.run(
                     [sys.executable, __file__, "--worker", case, "--sample", str(sample), "--ranks", str(ranks)],
                     capture_output=True, text=True, env=env, check=False,

@@ -41,7 +41,7 @@ _TAKE_FROM = 64
 # each from a bigger vocabulary on mixed languages can miss, and then a fresh int from
 # ``tolist`` is as cheap. Measured by bench/list_ints.py.
 _INT_CACHE_MAX_VOCAB = 1 << 16
-# A batch on several threads is cut into about this many ranges a thread (none under
+# A batch on several threads is cut into up to this many ranges a thread (none under
 # ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
 # do not leave the other threads idle, and the lists of a finished range are made while
 # the rest are still encoding.
@@ -645,8 +645,9 @@ class Tokenizer:
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
         n_ranges = 1
         if threads > 1:
-            by_size = int(offsets[-1] - offsets[0]) // _RANGE_BYTES
-            n_ranges = min(n_docs, max(threads, min(threads * _RANGES_PER_THREAD, by_size)))
+            # the same number a thread: 3 ranges on 2 threads had left one idle for a third
+            per_thread = int(offsets[-1] - offsets[0]) // (_RANGE_BYTES * threads)
+            n_ranges = min(n_docs, threads * max(1, min(_RANGES_PER_THREAD, per_thread)))
         # contiguous ranges of documents, cut by bytes
         cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
         edges = np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
