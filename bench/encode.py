@@ -233,8 +233,8 @@ def _select(only: list[str] | None, threads: list[int], baseline: bool) -> list[
         mode, enc, _ = CASES[c]
         if enc == "dwstok" and PEER[mode] not in chosen:
             chosen.append(PEER[mode])
-    if baseline:
-        chosen += [c + BASE for c in chosen if CASES[c][1] == "dwstok"]
+    if baseline:  # each right after its twin, so that drifting load hits both alike
+        chosen = [x for c in chosen for x in ([c, c + BASE] if CASES[c][1] == "dwstok" else [c])]
     return chosen
 
 
