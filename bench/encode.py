@@ -1,22 +1,32 @@
-"""Encoder and scanner speed on the dev corpus, side by side, one thread each.
+"""Encode speed per language group: dwstok side by side with fastokens and tiktoken.
 
-Every measurement runs in a fresh subprocess: load the tokenizer, warm up (JIT,
-allocators) on *other* text (the first documents of train.parquet), then time the
-first pass over the dev documents, so that no cache has seen the measured text.
-Each is repeated (--repeats) and the median reported, with peak RSS of that process.
+Text: a deterministic sample of the train split, about ``--group-kb`` KB of whole
+documents per language group (groups with less than ``--min-group-kb`` in the split are
+pooled as ``rare``), drawn from after the first 1 MB, which is the warm-up text. Every
+encoder uses GPT-4o's o200k_base rank file (``--vocab N``: its first N ranks, a valid
+rank file too), so all produce the same ids; the token counts are checked equal per group.
 
-    .venv/bin/python bench/encode.py            # table + bench/results/encode-<time>.json
-    .venv/bin/python bench/encode.py --repeats 5 --only dwstok-batch tiktoken
+Modes (``encode`` per document, batches one per group):
 
-Peers: the ``regex`` module's ``findall`` with the same pattern (for the scanner),
-tiktoken's ``encode_ordinary`` and fastokens (``Tokenizer.from_tiktoken``), all on
-GPT-4o's o200k_base rank file.
+- ``list``: dwstok ``encode``, fastokens ``encode(...).ids``, tiktoken ``encode_ordinary``;
+- ``numpy``: dwstok ``encode_to_numpy`` (its peer: fastokens' per-document list call);
+- ``batch@N``: lists from ``encode_batch`` (fastokens: ``[e.ids for e in encode_batch]``,
+  tiktoken: ``encode_ordinary_batch``) on N threads;
+- ``flat@N``: dwstok ``encode_utf8_batch``, fastokens ``encode_batch_flat`` on N threads.
 
-One thread each means one core each: every worker pins itself to one CPU before it
-imports anything, and ``MB/s cpu`` counts the CPU time of all the process's threads.
-fastokens runs its BPE in a pool of its own that ignores ``RAYON_NUM_THREADS`` (it
-reads ``FASTOKENS_BPE_THREADS``, which the workers set to 1): unpinned, its
-``encode_batch_flat`` used 300 ms of CPU in 167 ms of wall time on dev, two cores.
+Every case runs in a fresh process: load, warm up (JIT, allocators, caches) on the
+warm-up text, then time the first pass over the groups, one after another. Repeated
+(``--repeats``, interleaved) and the median taken per group. A case on N threads is
+pinned to N CPUs before it imports anything; ``MB/s cpu`` counts all its threads.
+fastokens runs its BPE in a pool of its own that ignores ``RAYON_NUM_THREADS`` (it reads
+``FASTOKENS_BPE_THREADS``; both are set to N): unpinned, its ``encode_batch_flat`` used
+300 ms of CPU in 167 ms of wall time on dev, two cores.
+
+    .venv/bin/python bench/encode.py           # tables + bench/results/encode-<time>.json/.md
+    .venv/bin/python bench/encode.py --quick --only list flat@2
+    .venv/bin/python bench/encode.py --only dwstok-list fastokens-list --repeats 5
+    .venv/bin/python bench/encode.py --vocab 32768 --only list batch@1   # DWSLMTok's vocab size
+    .venv/bin/python bench/encode.py --baseline ../main   # main's dwstok too (dwstok-list@base ...)
 """
 
 from __future__ import annotations
@@ -27,194 +37,369 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
+
 RANKS = SHARED / "reftok" / "o200k_base.tiktoken"
 SPECIALS = {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}
-
-# name: (kind, what)
-CASES = {
-    "regex-findall": ("scan", "regex.findall(o200k pattern), per document"),
-    "dwstok-scan": ("scan", "dwstok native scanner bounds(), per document"),
-    "tiktoken": ("encode", "tiktoken encode_ordinary, per document"),
-    "fastokens": ("encode", "fastokens encode(...).ids, per document"),
-    "fastokens-flat": ("encode", "fastokens encode_batch_flat, one thread"),
-    "dwstok": ("encode", "dwstok encode_to_numpy, per document"),
-    "dwstok-batch": ("encode", "dwstok encode_utf8_batch(num_threads=1)"),
-}
+WARM_BYTES = 1_000_000
+SEED = 17
 
 
-def _load_texts(split: str, limit_bytes: int | None = None) -> list[str]:
+def _cases() -> dict[str, tuple[str, str, int]]:
+    """name -> (mode, encoder, threads)."""
+    cases = {
+        "dwstok-list": ("list", "dwstok", 1),
+        "fastokens-list": ("list", "fastokens", 1),
+        "tiktoken-list": ("list", "tiktoken", 1),
+        "dwstok-numpy": ("numpy", "dwstok", 1),
+    }
+    for n in (1, 2):
+        for enc in ("dwstok", "fastokens", "tiktoken"):
+            cases[f"{enc}-batch@{n}"] = (f"batch@{n}", enc, n)
+        for enc in ("dwstok", "fastokens"):
+            cases[f"{enc}-flat@{n}"] = (f"flat@{n}", enc, n)
+    return cases
+
+
+CASES = _cases()
+BASE = "@base"  # a dwstok case run on --baseline's checkout instead
+
+
+def _case(name: str) -> tuple[str, str, int]:
+    mode, enc, threads = CASES[name.removesuffix(BASE)]
+    return mode, enc + BASE if name.endswith(BASE) else enc, threads
+MODES = list(dict.fromkeys(m for m, _, _ in CASES.values()))
+# the fastokens case each dwstok mode is compared with
+PEER = {m: ("fastokens-list" if m in ("list", "numpy") else f"fastokens-{m}") for m in MODES}
+
+
+# ------------------------------------------------------------------ the text
+
+
+def write_sample(path: Path, group_kb: int, min_group_kb: int) -> None:
+    """Warm-up text and the per-group sample, as one Arrow file (``part`` = warm | sample)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.feather as feather
     import pyarrow.parquet as pq
 
-    texts = pq.read_table(SHARED / "corpus" / f"{split}.parquet", columns=["text"]).column("text").to_pylist()
-    if limit_bytes is not None:
-        out, n = [], 0
-        for t in texts:
-            out.append(t)
-            n += len(t.encode())
-            if n >= limit_bytes:
+    t = pq.read_table(SHARED / "corpus" / "train.parquet", columns=["text", "lang"])
+    nbytes = pc.binary_length(pc.cast(t.column("text"), pa.binary())).to_numpy()
+    lang = np.asarray(t.column("lang").to_pylist(), object)
+    n_warm = int(np.searchsorted(np.cumsum(nbytes), WARM_BYTES)) + 1
+    body = np.arange(n_warm, t.num_rows)
+    totals = {g: int(nbytes[body][lang[body] == g].sum()) for g in sorted(set(lang[body]))}
+    group = np.array([g if totals[g] >= min_group_kb * 1000 else "rare" for g in lang], object)
+    budget = group_kb * 1000
+    rows, groups = [], []
+    rng = np.random.default_rng(SEED)
+    for g in sorted(set(group[body]), key=lambda g: (g == "rare", g)):
+        got = 0
+        for i in rng.permutation(body[group[body] == g]):
+            if got >= budget:
                 break
-        texts = out
-    return texts
+            if nbytes[i] > budget // 2:  # whole documents, but none taking over its group
+                continue
+            rows.append(int(i))
+            groups.append(g)
+            got += int(nbytes[i])
+    text = t.column("text")
+    out = pa.table(
+        {
+            "part": ["warm"] * n_warm + ["sample"] * len(rows),
+            "group": [""] * n_warm + groups,
+            "text": pa.concat_arrays([text.slice(0, n_warm).combine_chunks(), text.take(rows).combine_chunks()]),
+        }
+    )
+    feather.write_feather(out, path, compression="zstd")
 
 
-def _peak_rss_mb() -> float:
-    import resource
+def read_sample(path: Path) -> tuple[list[str], dict[str, list[str]]]:
+    import pyarrow.feather as feather
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    t = feather.read_table(path)
+    warm, groups = [], {}
+    for part, g, text in zip(*(t.column(c).to_pylist() for c in ("part", "group", "text"))):
+        if part == "warm":
+            warm.append(text)
+        else:
+            groups.setdefault(g, []).append(text)
+    return warm, groups
 
 
-def _pin_to_one_cpu() -> None:
-    """Run this process (and any thread it starts) on one CPU, the first it may use."""
+# ------------------------------------------------------------------ one case, in its own process
+
+
+def _pin(threads: int) -> None:
+    """Run this process (and any thread it starts) on ``threads`` CPUs, the first it may use."""
     if hasattr(os, "sched_setaffinity"):
-        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        cpus = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, set(cpus[:threads]))
 
 
-def worker(case: str) -> dict:
-    """Run one case in this process; return its figures."""
-    _pin_to_one_cpu()
-    texts = _load_texts("dev")
-    warm = _load_texts("train", 1_000_000)
-    nbytes = sum(len(t.encode()) for t in texts)
+def _specials(ranks: Path) -> dict[str, int]:
+    """o200k's specials, or for a rank file cut to its first N ranks, one special at N."""
+    if ranks == RANKS:
+        return SPECIALS
+    return {"<|endoftext|>": len(ranks.read_bytes().splitlines())}
 
-    if case == "regex-findall":
-        import regex
 
-        from dwstok.patterns import PATTERNS
+def _runner(mode: str, encoder: str, threads: int, ranks: Path):
+    """A function texts -> number of tokens, for one case."""
+    import numpy as np
 
-        pat = regex.compile(PATTERNS["o200k"])
+    if encoder == "dwstok":
+        from dwstok import Tokenizer
 
-        def run(ts):
-            return sum(len(pat.findall(t)) for t in ts)
+        tok = Tokenizer.from_tiktoken(ranks, pattern="o200k", special_tokens=_specials(ranks))
+        if mode == "list":
+            return lambda ts: sum(len(tok.encode(t)) for t in ts)
+        if mode == "numpy":
+            return lambda ts: sum(tok.encode_to_numpy(t).size for t in ts)
+        if mode.startswith("batch"):
+            return lambda ts: sum(map(len, tok.encode_batch(ts, num_threads=threads)))
 
-    elif case == "dwstok-scan":
-        import numpy as np
+        def flat(ts):
+            bufs = [t.encode() for t in ts]
+            offsets = np.zeros(len(bufs) + 1, np.int64)
+            np.cumsum([len(b) for b in bufs], out=offsets[1:])
+            ids, _ = tok.encode_utf8_batch(np.frombuffer(b"".join(bufs), np.uint8), offsets, num_threads=threads)
+            return ids.size
 
-        from dwstok.scanner import get_scanner
+        return flat
+    if encoder == "fastokens":
+        import fastokens
 
-        sc = get_scanner("o200k")
+        ft = fastokens.Tokenizer.from_tiktoken(str(ranks), encoding="o200k_base")
+        if mode == "list":
+            return lambda ts: sum(len(ft.encode(t, split_special_tokens=True).ids) for t in ts)
+        if mode.startswith("batch"):
+            return lambda ts: sum(len(e.ids) for e in ft.encode_batch(ts, split_special_tokens=True))
 
-        def run(ts):
-            return sum(sc.bounds(np.frombuffer(t.encode(), np.uint8)).size - 1 for t in ts)
+        def flat(ts):
+            ids, offsets = ft.encode_batch_flat(ts, split_special_tokens=True)
+            ids = np.frombuffer(ids, np.uint32)
+            return ids.size
 
-    elif case == "tiktoken":
+        return flat
+    if encoder == "tiktoken":
         import tiktoken
         import tiktoken.load
 
         from dwstok.patterns import PATTERNS
 
         enc = tiktoken.Encoding(
-            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(RANKS)),
-            special_tokens=SPECIALS,
+            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)),
+            special_tokens=_specials(ranks),
         )
+        if mode == "list":
+            return lambda ts: sum(len(enc.encode_ordinary(t)) for t in ts)
+        return lambda ts: sum(map(len, enc.encode_ordinary_batch(ts, num_threads=threads)))
+    raise SystemExit(f"no runner for {encoder} {mode}")
 
-        def run(ts):
-            return sum(len(enc.encode_ordinary(t)) for t in ts)
 
-    elif case in ("fastokens", "fastokens-flat"):
-        os.environ["RAYON_NUM_THREADS"] = "1"
-        import fastokens
+def worker(case: str, sample: Path, ranks: Path) -> dict:
+    """Run one case in this process; return its figures per group."""
+    import resource
 
-        ft = fastokens.Tokenizer.from_tiktoken(str(RANKS), encoding="o200k_base")
-        if case == "fastokens":
-
-            def run(ts):
-                return sum(len(ft.encode(t, split_special_tokens=True).ids) for t in ts)
-
-        else:
-
-            def run(ts):
-                ids, _ = ft.encode_batch_flat(ts, split_special_tokens=True)
-                return len(ids) // 4
-
-    elif case in ("dwstok", "dwstok-batch"):
-        import numpy as np
-
-        from dwstok import Tokenizer
-
-        tok = Tokenizer.from_tiktoken(RANKS, pattern="o200k", special_tokens=SPECIALS)
-        if case == "dwstok":
-
-            def run(ts):
-                return sum(tok.encode_to_numpy(t).size for t in ts)
-
-        else:
-
-            def run(ts):
-                bufs = [t.encode() for t in ts]
-                offsets = np.zeros(len(bufs) + 1, np.int64)
-                np.cumsum([len(b) for b in bufs], out=offsets[1:])
-                ids, _ = tok.encode_utf8_batch(np.frombuffer(b"".join(bufs), np.uint8), offsets, num_threads=1)
-                return ids.size
-
-    else:
-        raise SystemExit(f"unknown case {case}")
-
+    mode, encoder, threads = _case(case)
+    encoder = encoder.removesuffix(BASE)  # the same code; PYTHONPATH says which checkout
+    _pin(threads)
+    warm, groups = read_sample(sample)
+    run = _runner(mode, encoder, threads, ranks)
     run(warm)
-    t0, c0 = time.perf_counter(), time.process_time()  # CPU time of all threads
-    count = run(texts)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    return {"case": case, "bytes": nbytes, "count": count, "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": _peak_rss_mb()}
+    out = {}
+    for g, texts in groups.items():
+        t0, c0 = time.perf_counter(), time.process_time()  # CPU time of all threads
+        count = run(texts)
+        out[g] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "tokens": count}
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return {"case": case, "groups": out, "peak_rss_mb": peak}
+
+
+# ------------------------------------------------------------------ the driver
+
+
+def _select(only: list[str] | None, threads: list[int], baseline: bool) -> list[str]:
+    chosen = [c for c in CASES if not only or c in only or CASES[c][0] in only or CASES[c][1] in only]
+    chosen = [c for c in chosen if CASES[c][2] in threads]
+    # a dwstok mode needs its peer in the same run
+    for c in list(chosen):
+        mode, enc, _ = CASES[c]
+        if enc == "dwstok" and PEER[mode] not in chosen:
+            chosen.append(PEER[mode])
+    if baseline:  # each right after its twin, so that drifting load hits both alike
+        chosen = [x for c in chosen for x in ([c, c + BASE] if CASES[c][1] == "dwstok" else [c])]
+    return chosen
+
+
+def _summarize(cases: list[str], results: dict[str, list[dict]], group_bytes: dict[str, int]) -> dict:
+    groups = list(group_bytes)
+    rows = {}
+    for case in cases:
+        runs = results[case]
+        if not runs:
+            continue
+        wall = {g: statistics.median(r["groups"][g]["wall_s"] for r in runs) for g in groups}
+        cpu = {g: statistics.median(r["groups"][g]["cpu_s"] for r in runs) for g in groups}
+        total = sum(wall.values())
+        rows[case] = {
+            "mode": _case(case)[0], "encoder": _case(case)[1], "threads": _case(case)[2], "runs": len(runs),
+            "tokens": {g: runs[0]["groups"][g]["tokens"] for g in groups},
+            "wall_s": wall, "wall_s_all": total, "cpu_s": cpu, "cpu_s_all": sum(cpu.values()),
+            "MB_per_s": {g: group_bytes[g] / wall[g] / 1e6 for g in groups},
+            "MB_per_s_all": sum(group_bytes.values()) / total / 1e6,
+            "MB_per_s_cpu_all": sum(group_bytes.values()) / sum(cpu.values()) / 1e6,
+            "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
+            "wall_s_all_runs": [sum(r["groups"][g]["wall_s"] for g in groups) for r in runs],
+        }
+    ratios = {"wall": {}, "cpu": {}}
+    for clock, table in ratios.items():
+        for mode in MODES:
+            for suffix in ("", BASE):
+                dw, peer = rows.get(f"dwstok-{mode}{suffix}"), rows.get(PEER[mode])
+                if dw and peer:
+                    per = {g: peer[f"{clock}_s"][g] / dw[f"{clock}_s"][g] for g in groups}
+                    worst = min(per, key=per.get)
+                    table[mode + suffix] = {
+                        "groups": per, "all": peer[f"{clock}_s_all"] / dw[f"{clock}_s_all"], "worst": [worst, per[worst]]
+                    }
+    return {"rows": rows, "ratios": ratios}
+
+
+def _check_counts(rows: dict) -> list[str]:
+    """Groups whose token count differs between encoders (all must give the same ids)."""
+    bad = []
+    ref = next(iter(rows.values()), None)
+    for case, r in rows.items():
+        for g, n in r["tokens"].items():
+            if n != ref["tokens"][g]:
+                bad.append(f"{g}: {case} gives {n} tokens, {next(iter(rows))} {ref['tokens'][g]}")
+    return bad
+
+
+def _tables(summary: dict, group_bytes: dict[str, int], meta: dict) -> list[str]:
+    """Markdown: the speed of every case on all the text, then dwstok/fastokens per group."""
+    rows = summary["rows"]
+    total = sum(group_bytes.values())
+    lines = [
+        f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, vocab {meta['vocab']}, first pass, fresh process per case,"
+        f" median of {meta['repeats']}; load {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}"
+        f" on {meta['cpu_count']} CPUs",
+        "",
+        "| case | threads | MB/s | MB/s cpu | Mtok/s | vs fastokens | vs tiktoken | peak RSS MB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for case, r in rows.items():
+        mode = r["mode"]
+        peer = rows.get(PEER[mode]) if case != PEER[mode] else None
+        tik = rows.get(f"tiktoken-{mode}") or rows.get("tiktoken-list")
+        vs = lambda p: f"{r['MB_per_s_all'] / p['MB_per_s_all']:.2f}x" if p else "-"  # noqa: E731
+        lines.append(
+            f"| {case} | {r['threads']} | {r['MB_per_s_all']:.1f} | {r['MB_per_s_cpu_all']:.1f}"
+            f" | {sum(r['tokens'].values()) / r['wall_s_all'] / 1e6:.2f} | {vs(peer)} | {vs(tik)} | {r['peak_rss_mb']:.0f} |"
+        )
+    for clock, ratios in summary["ratios"].items():
+        if not ratios:
+            continue
+        modes = list(ratios)
+        what = "wall time" if clock == "wall" else "CPU time of the process (all threads; less hit by other load)"
+        lines += [
+            "",
+            f"dwstok / fastokens speed by {what}; numpy is against fastokens' per-document list call",
+            "",
+            "| group | KB | " + " | ".join(modes) + " |",
+            "| --- | ---: | " + " | ".join("---:" for _ in modes) + " |",
+        ]
+        for g, nb in group_bytes.items():
+            lines.append(f"| {g} | {nb / 1e3:.0f} | " + " | ".join(f"{ratios[m]['groups'][g]:.2f}" for m in modes) + " |")
+        lines.append(f"| **all** | {total / 1e3:.0f} | " + " | ".join(f"**{ratios[m]['all']:.2f}**" for m in modes) + " |")
+        lines.append("| worst | | " + " | ".join(f"{ratios[m]['worst'][1]:.2f} ({ratios[m]['worst'][0]})" for m in modes) + " |")
+    return lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", nargs="*", choices=list(CASES))
+    ap.add_argument("--only", nargs="*", help="case names, modes (list numpy batch@1 flat@2 ...) or encoders")
+    ap.add_argument("--threads", type=int, nargs="*", default=[1, 2], choices=[1, 2])
+    ap.add_argument("--group-kb", type=int, default=220, help="sample size per language group")
+    ap.add_argument("--min-group-kb", type=int, default=100, help="smaller groups are pooled as 'rare'")
+    ap.add_argument("--quick", action="store_true", help="one repeat of 64 KB per group")
+    ap.add_argument("--baseline", type=Path, help="a checkout whose dwstok runs every dwstok case again (@base), same run")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--sample", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--make-sample", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--ranks", type=Path, default=RANKS, help=argparse.SUPPRESS)
+    ap.add_argument("--vocab", type=int, help="cut o200k_base to its first N ranks (32768: DWSLMTok's size) for every encoder")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker)))
+        print(json.dumps(worker(args.worker, args.sample, args.ranks)))
         return
-    cases = args.only or list(CASES)
-    results: dict[str, list[dict]] = {c: [] for c in cases}
-    for r in range(args.repeats):  # interleaved, so drifting machine load hits every case alike
-        for case in cases:
-            env = dict(os.environ, RAYON_NUM_THREADS="1", NUMBA_NUM_THREADS="1", FASTOKENS_BPE_THREADS="1")
-            p = subprocess.run(
-                [sys.executable, __file__, "--worker", case], capture_output=True, text=True, env=env, check=False
-            )
-            if p.returncode != 0:
-                print(f"{case}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
-                continue
-            results[case].append(json.loads(p.stdout.strip().splitlines()[-1]))
-    rows = []
-    for case in cases:
-        runs = results[case]
-        if not runs:
-            continue
-        kind, what = CASES[case]
-        wall = statistics.median(x["wall_s"] for x in runs)
-        cpu = statistics.median(x["cpu_s"] for x in runs)
-        nb, count = runs[0]["bytes"], runs[0]["count"]
-        rows.append(
-            {
-                "case": case, "kind": kind, "what": what, "runs": len(runs), "bytes": nb,
-                "pieces" if kind == "scan" else "tokens": count,
-                "MB_per_s": nb / wall / 1e6, "MB_per_s_cpu": nb / cpu / 1e6,
-                "per_s": count / wall, "peak_rss_mb": max(x["peak_rss_mb"] for x in runs),
-                "wall_s": [x["wall_s"] for x in runs],
-            }
+    if args.make_sample:
+        write_sample(args.make_sample, args.group_kb, args.min_group_kb)
+        return
+    if args.quick:
+        args.repeats, args.group_kb = 1, 64
+    unknown = set(args.only or ()) - set(CASES) - set(MODES) - {e for _, e, _ in CASES.values()}
+    if unknown:
+        ap.error(f"unknown --only {sorted(unknown)}; cases: {', '.join(CASES)}")
+    cases = _select(args.only, args.threads, args.baseline is not None)
+    meta = {"cpu_count": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": sys.version.split()[0],
+            "repeats": args.repeats, "group_kb": args.group_kb, "seed": SEED, "warm_bytes": WARM_BYTES,
+            "vocab": args.vocab or "o200k_base", "baseline": str(args.baseline) if args.baseline else None}
+    with tempfile.TemporaryDirectory() as tmp:
+        sample = Path(tmp) / "sample.arrow"
+        # in a process of its own: reading the split takes 600 MB, which a worker forked
+        # from this one would report as its peak RSS
+        subprocess.run(
+            [sys.executable, __file__, "--make-sample", str(sample), "--group-kb", str(args.group_kb),
+             "--min-group-kb", str(args.min_group_kb)], check=True,
         )
-    base = {k: next((r["MB_per_s"] for r in rows if r["case"] == k), None) for k in ("regex-findall", "tiktoken")}
-    print(f"dev corpus: {rows[0]['bytes'] / 1e6:.1f} MB, median of {args.repeats} fresh-process first passes, one core each")
-    print(f"{'case':16} {'MB/s':>8} {'MB/s cpu':>9} {'Mtok|piece/s':>13} {'vs peer':>8} {'peak RSS MB':>12}")
-    for r in rows:
-        peer = base["regex-findall"] if r["kind"] == "scan" else base["tiktoken"]
-        ratio = f"{r['MB_per_s'] / peer:.2f}x" if peer else "-"
-        print(
-            f"{r['case']:16} {r['MB_per_s']:8.1f} {r['MB_per_s_cpu']:9.1f} {r['per_s'] / 1e6:13.2f} {ratio:>8}"
-            f" {r['peak_rss_mb']:12.0f}"
-        )
+        _, groups = read_sample(sample)
+        ranks = RANKS
+        if args.vocab:
+            ranks = Path(tmp) / f"o200k-first-{args.vocab}.tiktoken"
+            ranks.write_bytes(b"\n".join(RANKS.read_bytes().splitlines()[: args.vocab]) + b"\n")
+        group_bytes = {g: sum(len(t.encode()) for t in ts) for g, ts in groups.items()}
+        results: dict[str, list[dict]] = {c: [] for c in cases}
+        for _ in range(args.repeats):  # interleaved, so drifting machine load hits every case alike
+            for case in cases:
+                n = str(_case(case)[2])
+                env = dict(os.environ, RAYON_NUM_THREADS=n, NUMBA_NUM_THREADS=n, FASTOKENS_BPE_THREADS=n)
+                if case.endswith(BASE):
+                    env["PYTHONPATH"] = str(args.baseline.resolve())
+                p = subprocess.run(
+                    [sys.executable, __file__, "--worker", case, "--sample", str(sample), "--ranks", str(ranks)],
+                    capture_output=True, text=True, env=env, check=False,
+                )
+                if p.returncode != 0:
+                    print(f"{case}: failed\n{p.stderr[-2000:]}", file=sys.stderr)
+                    continue
+                results[case].append(json.loads(p.stdout.strip().splitlines()[-1]))
+    meta["loadavg_end"] = os.getloadavg()
+    summary = _summarize(cases, results, group_bytes)
+    bad = _check_counts(summary["rows"])
+    lines = _tables(summary, group_bytes, meta)
+    print("\n".join(lines))
+    for clock in ("wall", "cpu"):
+        for mode, r in summary["ratios"][clock].items():
+            print(f"{mode:8} {clock:4} dwstok/fastokens all {r['all']:.2f}x, worst group {r['worst'][0]} {r['worst'][1]:.2f}x")
     args.out.mkdir(parents=True, exist_ok=True)
-    path = args.out / f"encode-{time.strftime('%Y%m%d-%H%M%S')}.json"
-    meta = {"cpu_count": os.cpu_count(), "loadavg": os.getloadavg(), "python": sys.version.split()[0]}
-    path.write_text(json.dumps({"meta": meta, "rows": rows}, indent=1) + "\n")
-    print(f"wrote {path}")
+    stem = args.out / f"encode-{time.strftime('%Y%m%d-%H%M%S')}"
+    doc = {"meta": meta, "group_bytes": group_bytes, **summary, "count_mismatches": bad}
+    stem.with_suffix(".json").write_text(json.dumps(doc, indent=1) + "\n")
+    stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
+    print(f"wrote {stem}.json and .md")
+    if bad:
+        print("token counts differ:\n  " + "\n  ".join(bad[:20]), file=sys.stderr)
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

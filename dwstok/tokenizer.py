@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
@@ -34,6 +35,18 @@ __all__ = ["Tokenizer", "TokenIdError"]
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
 _GROW = bpe.CACHE_GROW  # a local name: read once per call
+# Below this many ids ``ndarray.tolist()`` is as fast as taking cached ints (about 1 us).
+_TAKE_FROM = 64
+# Cached ints pay while they stay in the CPU's caches (32,768 of them take 1 MB); taking
+# each from a bigger vocabulary on mixed languages can miss, and then a fresh int from
+# ``tolist`` is as cheap. Measured by bench/list_ints.py.
+_INT_CACHE_MAX_VOCAB = 1 << 16
+# A batch on several threads is cut into up to this many ranges a thread (none under
+# ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
+# do not leave the other threads idle, and the lists of a finished range are made while
+# the rest are still encoding.
+_RANGES_PER_THREAD = 4
+_RANGE_BYTES = 1 << 16
 
 
 def _utf8(text: str, offset: int = 0) -> bytes:
@@ -47,6 +60,25 @@ def _utf8(text: str, offset: int = 0) -> bytes:
         raise ValueError(
             f"text has a lone surrogate {text[e.start]!r} at position {offset + e.start}; it cannot be encoded as UTF-8"
         ) from None
+
+
+_POOLS: dict[int, tuple[int, ThreadPoolExecutor]] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _thread_pool(threads: int) -> ThreadPoolExecutor:
+    """A pool of ``threads`` threads kept for the process: starting one per batch cost
+    0.3 ms a call. A forked child (a data loader worker) has none of its parent's
+    threads, so it makes its own.
+    """
+    pid = os.getpid()
+    held = _POOLS.get(threads)
+    if held is None or held[0] != pid:
+        with _POOLS_LOCK:
+            held = _POOLS.get(threads)
+            if held is None or held[0] != pid:
+                held = _POOLS[threads] = (pid, ThreadPoolExecutor(threads, thread_name_prefix="dwstok-encode"))
+    return held[1]
 
 
 class _CachePool:
@@ -412,7 +444,7 @@ class Tokenizer:
         # pickled view is a copy), the piece caches, nor the scanner: its tables (1.1 MB
         # for o200k) come from the pattern, once per process.
         state = dict(self.__dict__)
-        for k in ("_caches", "_tables", "_fused", "_special_res", "_scanner"):
+        for k in ("_caches", "_tables", "_fused", "_special_res", "_scanner", "_pyints"):
             state.pop(k, None)
         return state
 
@@ -486,7 +518,28 @@ class Tokenizer:
         >>> tok.encode("<bos>!", allowed_special={"<bos>"}), len(tok.encode("<bos>!"))
         ([256, 33], 6)
         """
-        return self._encode_np(text, self._allowed(allowed_special)).tolist()
+        if not allowed_special:  # the usual case, called per document: the fewest calls
+            return self._as_list(self._encode_bytes(_utf8(text)))
+        return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
+
+    @cached_property
+    def _pyints(self) -> np.ndarray | None:
+        """The Python int of every id, as an object array (None for a vocabulary too big
+        to stay in cache: see ``_INT_CACHE_MAX_VOCAB``).
+
+        ``ndarray.tolist()`` makes a new int object per id; ``take`` from here only counts
+        references to ints made once.
+        """
+        if self.n_vocab > _INT_CACHE_MAX_VOCAB:
+            return None
+        return np.arange(self.n_vocab, dtype=np.int64).astype(object)
+
+    def _as_list(self, ids: np.ndarray) -> list[int]:
+        """``ids.tolist()``, for ids below ``n_vocab``, from the cached ints if there are."""
+        ints = self._pyints
+        if ints is None or ids.size < _TAKE_FROM:
+            return ids.tolist()
+        return ints.take(ids).tolist()
 
     def encode_with_offsets(
         self, text: str, *, allowed_special: Iterable[str] | str = ()
@@ -509,7 +562,9 @@ class Tokenizer:
         starts = ends - self._token_lengths[ids]
         first = char_at[starts]
         last = char_at[np.maximum(ends - 1, 0)] + 1
-        return ids.tolist(), list(zip(first.tolist(), last.tolist()))
+        # offsets are at most len(text): below n_vocab they come from the cached ints too
+        pos = self._as_list if len(text) < self.n_vocab else np.ndarray.tolist
+        return self._as_list(ids), list(zip(pos(first), pos(last)))
 
     @cached_property
     def _token_lengths(self) -> np.ndarray:
@@ -523,7 +578,7 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode`` with no specials parsed (tiktoken's name for it)."""
-        return self._encode_bytes(_utf8(text)).tolist()
+        return self._as_list(self._encode_bytes(_utf8(text)))
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
@@ -533,10 +588,13 @@ class Tokenizer:
         offsets = np.zeros(len(bufs) + 1, np.int64)
         np.cumsum([len(b) for b in bufs], out=offsets[1:])
         data = np.frombuffer(b"".join(bufs), np.uint8)
-        ids, doc = self.encode_utf8_batch(data, offsets, num_threads=num_threads)
-        flat = ids.tolist()
-        bounds = doc.tolist()
-        return [flat[bounds[i] : bounds[i + 1]] for i in range(len(bufs))]
+        out: list[list[int]] = []
+        # each range's lists are made as it comes back, while later ranges still encode
+        for part, doc in self._encode_ranges(data, offsets, num_threads):
+            flat = self._as_list(part)
+            bounds = doc.tolist()
+            out += map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))
+        return out
 
     def encode_utf8_batch(
         self, data: np.ndarray, offsets: np.ndarray, *, num_threads: int | None = None
@@ -545,6 +603,27 @@ class Tokenizer:
 
         Document i is ``data[offsets[i]:offsets[i+1]]``. Returns ``(ids, doc_offsets)``:
         flat uint32 ids and the n+1 boundaries of each document's ids.
+        """
+        parts = list(self._encode_ranges(data, offsets, num_threads))
+        if not parts:
+            return np.zeros(0, np.uint32), np.zeros(1, np.int64)
+        if len(parts) == 1:
+            return parts[0]
+        ids = np.concatenate([p for p, _ in parts])
+        doc_offsets = np.empty(sum(od.size - 1 for _, od in parts) + 1, np.int64)
+        doc_offsets[0] = 0
+        d = base = 0
+        for part, od in parts:
+            doc_offsets[d + 1 : d + od.size] = od[1:] + base
+            d += od.size - 1
+            base += part.size
+        return ids, doc_offsets
+
+    def _encode_ranges(self, data, offsets, num_threads: int | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(ids, doc_offsets)`` of consecutive ranges of the documents, in order.
+
+        On one thread, one range; on more, several a thread (``_RANGES_PER_THREAD``), on a
+        pool kept for the process, each yielded as soon as it and those before it are done.
         """
         if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
@@ -559,16 +638,21 @@ class Tokenizer:
             raise ValueError("offsets must be non-decreasing and within data")
         n_docs = offsets.size - 1
         if n_docs == 0:
-            return np.zeros(0, np.uint32), np.zeros(1, np.int64)
+            return
         native = self._scanner.kind >= 0
         if not native:  # the regex fallback scans in Python, before the threads start
             bounds, doc_bidx = self._batch_bounds(data, offsets)
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
-        # Split the documents into one contiguous range per thread, by bytes.
-        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], threads + 1)[1:-1])
-        edges = np.unique(np.concatenate([[0], cuts, [n_docs]]))
+        n_ranges = 1
+        if threads > 1:
+            # the same number a thread: 3 ranges on 2 threads had left one idle for a third
+            per_thread = int(offsets[-1] - offsets[0]) // (_RANGE_BYTES * threads)
+            n_ranges = min(n_docs, threads * max(1, min(_RANGES_PER_THREAD, per_thread)))
+        # contiguous ranges of documents, cut by bytes
+        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
+        edges = np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
 
-        def work(d0: int, d1: int):
+        def work(d0: int, d1: int) -> tuple[np.ndarray, np.ndarray]:
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             if native:
@@ -583,19 +667,16 @@ class Tokenizer:
             out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
             return out, out_doc
 
-        ranges = list(zip(edges[:-1].tolist(), edges[1:].tolist()))
-        if len(ranges) == 1:
-            results = [work(*ranges[0])]
-        else:
-            with ThreadPoolExecutor(len(ranges)) as pool:
-                results = list(pool.map(lambda r: work(*r), ranges))
-        ids = results[0][0] if len(results) == 1 else np.concatenate([r[0] for r in results])
-        doc_offsets = np.empty(n_docs + 1, np.int64)
-        base = 0
-        for (d0, d1), (part, od) in zip(ranges, results):
-            doc_offsets[d0 : d1 + 1] = od + base
-            base += part.size
-        return ids, doc_offsets
+        if len(edges) == 2:
+            yield work(0, n_docs)
+            return
+        pending = [_thread_pool(threads).submit(work, d0, d1) for d0, d1 in zip(edges[:-1], edges[1:])]
+        try:
+            for f in pending:
+                yield f.result()
+        finally:  # the caller stopped early or a range failed: drop what has not started
+            for f in pending:
+                f.cancel()
 
     def _batch_bounds(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pretoken bounds of every document, as absolute offsets, and where each document's start."""
@@ -637,12 +718,12 @@ class Tokenizer:
             text = "".join(pending) if len(pending) > 1 else chunk
             cut = safe_cut(text, self._scanner, self._special_re(allowed) if allowed else None, max_special)
             if cut > 0:
-                yield from self._encode_np(text[:cut], allowed).tolist()
+                yield from self._as_list(self._encode_np(text[:cut], allowed))
                 pending = [text[cut:]] if cut < len(text) else []
             else:
                 pending = [text]
         if pending:
-            yield from self._encode_np("".join(pending), allowed).tolist()
+            yield from self._as_list(self._encode_np("".join(pending), allowed))
 
     # ------------------------------------------------------------------ decoding
 

@@ -1,0 +1,146 @@
+"""The list-returning paths (cached ints, batches in ranges) give exactly the numpy path's ids."""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+
+import numpy as np
+import pytest
+
+from dwstok import Tokenizer, tokenizer as tokenizer_module
+
+from .test_bpe import random_merges
+
+# one text under the cached-int threshold, some well over it, the empty text, specials' names
+TEXTS = ["", "a", "ab ba", "aab " * 40, " abba\n\n" * 300, "ab é 語 😀 " * 30, "<x>ab<y>" * 20, "b" * 5000]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    merges = random_merges(3, 150, b"ab \n")
+    vocab = {b: bytes([b]) for b in range(256)}
+    return Tokenizer.from_vocab_merges(vocab, merges, special_tokens=["<x>", "<y>"], pattern="o200k")
+
+
+def _same(got: list, want: list) -> None:
+    assert got == want
+    assert all(type(i) is int for i in got)
+
+
+def _numpy(tok, text, **kw) -> list[int]:
+    return tok.encode_to_numpy(text, **kw).tolist()  # the path before the cached ints
+
+
+def test_encode_and_encode_ordinary_equal_the_numpy_ids(tok):
+    long = 0
+    for text in TEXTS:
+        want = _numpy(tok, text)
+        long += len(want) >= tokenizer_module._TAKE_FROM
+        _same(tok.encode(text), want)
+        _same(tok.encode_ordinary(text), want)
+        _same(tok.encode(text, allowed_special="all"), _numpy(tok, text, allowed_special="all"))
+    assert long >= 3  # both branches of _as_list ran
+    a = tok.encode(TEXTS[4])
+    a[0] = -1  # a fresh list: changing it changes nothing shared
+    assert tok.encode(TEXTS[4])[0] != -1
+
+
+def test_ids_at_the_vocab_edge(tok):
+    last = tok.n_vocab - 1  # "<y>", the last special
+    ids = tok.encode("<y>" * 100, allowed_special="all")
+    _same(ids, [last] * 100)
+    # the last merge of a model without specials is the last id
+    plain = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b"), (b"ab", b"ab")])
+    assert plain.n_vocab == 258
+    _same(plain.encode("abab" * 80), [257] * 80)
+    for got, want in zip(plain.encode_batch(["abab" * 80, "ab"], num_threads=2), [[257] * 80, [256]], strict=True):
+        _same(got, want)
+
+
+def _numpy_offsets(tok, text) -> list[tuple[int, int]]:
+    """The offsets as computed before the cached ints (``tolist`` of numpy arrays)."""
+    ids = tok.encode_to_numpy(text)
+    buf = np.frombuffer(text.encode(), np.uint8)
+    char_at = np.cumsum(np.append((buf & 0xC0) != 0x80, True)) - 1
+    lengths = np.array([len(tok.decode_bytes([i])) for i in ids.tolist()], np.int64)
+    ends = np.cumsum(lengths)
+    return list(zip(char_at[ends - lengths].tolist(), (char_at[np.maximum(ends - 1, 0)] + 1).tolist()))
+
+
+def test_encode_with_offsets_equals_the_numpy_offsets(tok):
+    # the last: a text longer than the vocab, so offsets past n_vocab are made afresh
+    for text in [*TEXTS, "ab " * (tok.n_vocab // 2)]:
+        ids, offsets = tok.encode_with_offsets(text)
+        _same(ids, _numpy(tok, text))
+        assert offsets == _numpy_offsets(tok, text)
+        assert all(type(a) is int and type(b) is int for a, b in offsets)
+    assert offsets[-1][1] == len(text) > tok.n_vocab
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_batches_equal_per_document_in_many_ranges(tok, monkeypatch, threads):
+    want = [_numpy(tok, t) for t in TEXTS]
+    flat_want = np.concatenate([np.asarray(w, np.uint32) for w in want])
+    doc_want = np.cumsum([0] + [len(w) for w in want])
+    data = np.frombuffer("".join(TEXTS).encode(), np.uint8)
+    offsets = np.cumsum([0] + [len(t.encode()) for t in TEXTS])
+    for range_bytes in (1 << 16, 1):  # one range a thread; as many ranges as documents
+        monkeypatch.setattr(tokenizer_module, "_RANGE_BYTES", range_bytes)
+        got = tok.encode_batch(TEXTS, num_threads=threads)
+        assert len(got) == len(TEXTS)
+        for g, w in zip(got, want):
+            _same(g, w)
+        ids, doc = tok.encode_utf8_batch(data, offsets, num_threads=threads)
+        assert ids.dtype == np.uint32 and doc.dtype == np.int64
+        assert np.array_equal(ids, flat_want) and np.array_equal(doc, doc_want)
+    assert tok.encode_batch([], num_threads=threads) == []
+    assert tok.encode_batch(["", ""], num_threads=threads) == [[], []]
+
+
+def test_streaming_equals_encode(tok):
+    text = "".join(TEXTS)
+    chunks = [text[i : i + 37] for i in range(0, len(text), 37)]
+    got = list(tok.encode_iterable(chunks))
+    _same(got, _numpy(tok, text))
+    got = list(tok.encode_iterable(chunks, allowed_special="all"))
+    _same(got, _numpy(tok, text, allowed_special="all"))
+
+
+def test_pickle_leaves_the_int_cache_behind(tok):
+    tok.encode(TEXTS[4])
+    assert "_pyints" in tok.__dict__
+    clone = pickle.loads(pickle.dumps(tok))
+    assert "_pyints" not in clone.__dict__
+    _same(clone.encode(TEXTS[4]), tok.encode(TEXTS[4]))
+
+
+def _child(tok, q):
+    q.put(tok.encode_batch(TEXTS, num_threads=2))
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs fork")
+def test_a_forked_child_makes_its_own_thread_pool(tok, monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "_RANGE_BYTES", 1)
+    want = tok.encode_batch(TEXTS, num_threads=2)  # the parent's pool exists now
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(tok, q), daemon=True)
+    p.start()
+    try:
+        got = q.get(timeout=60)  # the parent's pool threads are not in the child: it would hang
+        p.join(timeout=60)
+    finally:
+        if p.is_alive():
+            p.kill()
+    assert p.exitcode == 0 and got == want
+
+
+def test_a_vocabulary_too_big_for_cached_ints_gives_the_same_lists(monkeypatch):
+    monkeypatch.setattr(tokenizer_module, "_INT_CACHE_MAX_VOCAB", 300)
+    big = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, random_merges(3, 150, b"ab \n"))
+    assert big.n_vocab > 300 and big._pyints is None
+    for text in TEXTS:
+        _same(big.encode(text), _numpy(big, text))
+    for got, text in zip(big.encode_batch(TEXTS, num_threads=2), TEXTS, strict=True):
+        _same(got, _numpy(big, text))
