@@ -14,10 +14,10 @@ import numpy as np
 
 
 def drop_stale_cache(package: Path, sources: list[Path]) -> None:
-    """Empty ``package``'s Numba disk cache when any ``*.py`` in ``sources`` changed.
+    """Empty the Numba disk cache of ``package`` and its subpackages when a ``*.py`` under ``sources`` changed.
 
     Numba checks a cached kernel against the stamp of its own file only, yet a kernel
-    compiles in the kernels it calls from other files (bpe.py's call scan_range in
+    compiles in the kernels it calls from other files (bpe/encode.py's call scan_range in
     scanner.py). After an edit to scanner.py alone, the cached bpe kernels would still
     run the old scanner. So a stamp of every source's size and mtime sits next to the
     cache, and a different stamp empties it (everything compiles again, once). Only the
@@ -26,15 +26,15 @@ def drop_stale_cache(package: Path, sources: list[Path]) -> None:
     """
     stamp = hashlib.sha256()
     for folder in sources:
-        for f in sorted(folder.glob("*.py")):
+        for f in sorted(folder.rglob("*.py")):
             st = f.stat()
-            stamp.update(f"{f.name} {st.st_size} {st.st_mtime_ns}\n".encode())
+            stamp.update(f"{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}\n".encode())
     cache = package / "__pycache__"
     mark = cache / "kernels.stamp"
     try:
         if mark.exists() and mark.read_text() == stamp.hexdigest():
             return
-        for f in [*cache.glob("*.nbi"), *cache.glob("*.nbc")]:
+        for f in [*package.rglob("__pycache__/*.nbi"), *package.rglob("__pycache__/*.nbc")]:
             f.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
         mark.write_text(stamp.hexdigest())

@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .bpe import NO_RANK, _new_id, _pair_rank
+from .bpe.tables import NO_RANK, _new_id, _pair_rank
 
 MAX_PATTERNS = 8  # a character with more forbidding neighbours is no atom
 

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .bpe import BpeTables, decode_ids
+from .bpe.tables import BpeTables, decode_ids
 from .errors import DwstokError
 
 

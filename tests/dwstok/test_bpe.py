@@ -10,6 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dwstok import bpe
+from dwstok.bpe import cache as bpe_cache
+from dwstok.bpe import merge, span, sweeps
+from dwstok.bpe import encode as bpe_encode
 
 from .reference_bpe import merge_order, tiktoken_ranks
 
@@ -128,7 +131,7 @@ def test_long_piece_heap_equals_quadratic_reference(unit):
 
 
 def test_sweeps_stop_where_a_merge_makes_a_lower_rank():
-    # Long pieces merge a rank at a time (bpe._merge_sweeps). Under tiktoken's rule "aba"
+    # Long pieces merge a rank at a time (sweeps._merge_sweeps). Under tiktoken's rule "aba"
     # may rank before "ab": merging the first "ab" of "abab..." makes the pair (ab, a),
     # which merges next, before the second "ab" does; a sweep that merged every "ab"
     # first would give "ab ab ab ..." instead of "aba b aba b ...".
@@ -136,7 +139,7 @@ def test_sweeps_stop_where_a_merge_makes_a_lower_rank():
     t = bpe.build_tables(tokens, (), (), (), rule="ranks")
     ranks = {tok: i for i, tok in enumerate(tokens)}
     for text in (b"ab" * 40, b"ab" * 41 + b"a", b"c" + b"ab" * 50, b"abab" * 30 + b"cab" * 20, b"cc" * 70 + b"ab" * 70):
-        assert len(text) >= bpe.SWEEP_PARTS
+        assert len(text) >= sweeps.SWEEP_PARTS
         assert encode(t, text) == [ranks[p] for p in tiktoken_ranks(text, ranks)], text[:20]
 
 
@@ -172,11 +175,11 @@ def test_flat_span_kernel_equals_readable_piece_steps():
 
     @numba.njit  # not cached on disk, see test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying
     def by_pieces(buf, bounds, T, out):
-        C = bpe._new_cache(buf.size)
-        S = bpe._scratch(buf.size)
+        C = bpe_cache._new_cache(buf.size)
+        S = merge._scratch(buf.size)
         n = 0
         for k in range(bounds.size - 1):
-            n = bpe._encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+            n = span._encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
         return n
 
     tokens, t = ranks_tables(11, 60)
@@ -225,7 +228,7 @@ def test_few_pieces_one_by_one_match_the_blocked_path(rule):
     t, ref = _tables_and_reference(rule, 31)
     rng = random.Random(4)
     cache = bpe.new_cache(64)
-    for n_pieces in [1, 2, bpe.FEW_PIECES - 1, bpe.FEW_PIECES, bpe.FEW_PIECES + 1, 3 * bpe.FEW_PIECES]:
+    for n_pieces in [1, 2, bpe_encode.FEW_PIECES - 1, bpe_encode.FEW_PIECES, bpe_encode.FEW_PIECES + 1, 3 * bpe_encode.FEW_PIECES]:
         for _ in range(30):
             words = ["".join(rng.choice("ab c") for _ in range(rng.randint(1, 12))).replace(" ", "") or "a" for _ in range(n_pieces)]
             text = " ".join(words).encode()
@@ -266,30 +269,30 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     t, ref = _tables_and_reference(rule, 21)
     rng = random.Random(8)
     pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.choice([1, 2, 3, 5, 9, 20, 21, 40]))) for _ in range(120)]
-    text_pieces = [rng.choice(pieces) for _ in range(5 * bpe.PF_BLOCK + 7)]
+    text_pieces = [rng.choice(pieces) for _ in range(5 * span.PF_BLOCK + 7)]
     buf, bounds = _joined(text_pieces)
     want = [i for p in text_pieces for i in ref(p)]
     assert bpe.encode_bounds(buf, bounds, t).tolist() == want
     import numba
 
     # Not cached on disk: a cached copy would keep the _encode_span it was compiled with
-    # (Numba checks only this file's stamp), and crash once bpe.py changes its layouts.
+    # (Numba checks only this file's stamp), and crash once dwstok.bpe changes its layouts.
     @numba.njit
     def with_cache(buf, bounds, T, C, out):
-        return bpe._encode_span(buf, bounds, 0, bounds.size - 1, T, C, bpe._scratch(buf.size), out, 0)
+        return span._encode_span(buf, bounds, 0, bounds.size - 1, T, C, merge._scratch(buf.size), out, 0)
 
     out = np.empty(buf.size, np.uint32)
-    n = with_cache(buf, bounds, t, bpe._new_cache(64), out)
+    n = with_cache(buf, bounds, t, bpe_cache._new_cache(64), out)
     assert out[:n].tolist() == want
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
     slots = np.full((4096, 4), -1, np.int64)
     cache = (slots, np.empty(40, np.int32), np.zeros(4, np.int64), np.empty(64, np.uint8))
-    one = bpe.PF_BLOCK  # one block: the cache does not start afresh before the end
+    one = span.PF_BLOCK  # one block: the cache does not start afresh before the end
     one_buf, one_bounds = _joined(text_pieces[:one])
     n = with_cache(one_buf, one_bounds, t, cache, out)
     assert out[:n].tolist() == [i for p in text_pieces[:one] for i in ref(p)]
-    assert ((slots[:, 2] >= 0) & ((slots[:, 2] & 0xFFFFFFFF) == bpe.PENDING)).any()
+    assert ((slots[:, 2] >= 0) & ((slots[:, 2] & 0xFFFFFFFF) == bpe_cache.PENDING)).any()
     for _ in range(2):  # all blocks, starting from a cache left with pending slots
         n = with_cache(buf, bounds, t, cache, out)
         assert out[:n].tolist() == want
@@ -302,8 +305,8 @@ def test_block_of_long_pieces_overflows_side_by_side_room(rule):
     # the rest merge one by one in step 4. Both must give the reference ids.
     t, ref = _tables_and_reference(rule, 23)
     rng = random.Random(9)
-    pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.randint(bpe.SIDE_MAX // 2, bpe.SIDE_MAX + 3))) for _ in range(bpe.PF_BLOCK + 50)]
-    assert sum(map(len, pieces[: bpe.PF_BLOCK])) > bpe.PF_BLOCK * bpe.SMALL  # the first block overflows
+    pieces = [bytes(rng.choice(b"ab c") for _ in range(rng.randint(span.SIDE_MAX // 2, span.SIDE_MAX + 3))) for _ in range(span.PF_BLOCK + 50)]
+    assert sum(map(len, pieces[: span.PF_BLOCK])) > span.PF_BLOCK * merge.SMALL  # the first block overflows
     buf, bounds = _joined(pieces)
     want = [i for p in pieces for i in ref(p)]
     assert bpe.encode_bounds(buf, bounds, t).tolist() == want
@@ -316,7 +319,7 @@ def test_big_tables_and_caches_start_on_a_huge_page():
     assert big.ctypes.data % (1 << 21) == 0 and big.size == 1 << 20
     cache = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
     assert cache.ctypes.data % (1 << 21) == 0
-    assert (cache[bpe._CACHE_HEAD : bpe._CACHE_HEAD + 4 * cache[0]].reshape(-1, 4)[:, 2] == -1).all()
+    assert (cache[bpe_cache._CACHE_HEAD : bpe_cache._CACHE_HEAD + 4 * cache[0]].reshape(-1, 4)[:, 2] == -1).all()
     elsewhere = np.arange(1 << 20, dtype=np.int64)[1:]  # starts 8 bytes past an allocation
     moved = bpe.on_huge_pages(elsewhere)
     assert moved.ctypes.data % (1 << 21) == 0 and np.array_equal(moved, elsewhere)

@@ -1,0 +1,267 @@
+"""The piece cache: merged pieces → their ids, kept across calls (a pool in the Tokenizer),
+so that a repeated word costs one lookup.
+
+One int64 array (so a call hands it to a kernel as one argument): a head of 8 words,
+then the slots, ``vals`` and ``keys``; see ``_new_cache_packed``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import ix as _ix
+from .._jit import njit, njit_inline
+from .hashing import _hash_bytes, _pack8, _same_bytes
+from .pages import huge_page_array
+
+CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
+PENDING = np.int64(0xFFFFFFFF)  # a cache slot's number of ids while they are being merged
+
+# Most slots a cache gets; it starts afresh when half full. Big enough that a corpus
+# shard's distinct pieces that are no token fit before it starts afresh (a smaller one
+# merged their later repeats again; see bench/results/bpe-kernels.md).
+CACHE_SLOTS = 1 << 19
+CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized for
+
+
+_CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots never straddle a line
+CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
+CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
+
+
+@njit
+def _new_cache_packed(nbytes):
+    """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call),
+    as one int64 array, so that a call hands it to a kernel as one argument.
+
+    A slot is 32 bytes, two to a cache line: the piece's bytes 0-7 and 8-15 packed, then
+    ``(length << 32) | number of ids`` (-1: empty), then ``(start of its bytes from 16 on
+    in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
+    or found missing, from its slot alone. ``vals`` has room for 4 ids a slot and
+    ``keys`` for 8 bytes (about what a piece of real text needs, and at most half the
+    slots are used). The array: a head of 8 words (the number of
+    slots; ``state``: used slots, vals, key bytes and how often it started afresh), the
+    slots, ``vals`` (2 int32 a word), then ``keys`` (8 bytes a word).
+    """
+    P = np.empty(_CACHE_HEAD + 7 * _cache_slots(nbytes), np.int64)
+    _clear_cache(P)
+    return P
+
+
+@njit
+def _cache_slots(nbytes):
+    """Slots of a cache for ``nbytes`` of text: one per 8, a power of 2, 64 to CACHE_SLOTS."""
+    size = 64
+    while size < nbytes // 8 and size < CACHE_SLOTS:
+        size *= 2
+    return size
+
+
+@njit_inline
+def _clear_cache(P):
+    size = (P.size - _CACHE_HEAD) // 7
+    P[:_CACHE_HEAD] = 0
+    P[0] = size
+    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
+
+
+@njit_inline
+def _cache_views(P):
+    """``(slots, vals, state, keys)`` of a packed cache, as views."""
+    size = P[0]
+    at = _CACHE_HEAD
+    slots = P[at : at + 4 * size].reshape(size, 4)
+    vals = P[at + 4 * size : at + 6 * size].view(np.int32)
+    keys = P[at + 6 * size : at + 7 * size].view(np.uint8)
+    return slots, vals, P[1:5], keys
+
+
+def cache_capacity(cache: np.ndarray) -> int:
+    """Bytes of text a packed cache was sized for (its slots times 8)."""
+    return (cache.size - _CACHE_HEAD) // 7 * 8
+
+
+@njit_inline
+def _mark_growth(CP):
+    """Flag a packed cache for growing once a quarter of its slots are used (it starts
+    afresh at half), or when it had to start afresh, unless it has the most slots."""
+    size = CP[0]
+    CP[CACHE_GROW] = size < CACHE_SLOTS and (4 * CP[1] > size or CP[CACHE_RESETS] > 0)
+
+
+@njit
+def _copy_cache(CP, NP):
+    """Clear ``NP`` and put the entries of the smaller cache ``CP`` in it (as _cache_put).
+
+    Also how :func:`new_cache` clears a cache (``CP`` then has no slots): one compiled
+    entry for both, so the first cache a process makes also loads the code that grows
+    one: loading a kernel from Numba's cache takes milliseconds on its first call, which
+    had fallen inside whatever call first grew a cache.
+    """
+    _clear_cache(NP)
+    slots, vals, _, keys = _cache_views(CP)
+    nslots, nvals, nstate, nkeys = _cache_views(NP)
+    size = nslots.shape[0]
+    buf = np.empty(CACHE_MAX + 16, np.uint8)
+    for k in range(slots.shape[0]):
+        meta = slots[k, 2]
+        cnt = meta & 0xFFFFFFFF
+        if meta < 0 or cnt == PENDING:
+            continue
+        m = meta >> 32
+        tail = max(m - 16, 0)
+        v0, k0 = slots[k, 3] & 0xFFFFFFFF, slots[k, 3] >> 32
+        # the slot's hash, from the piece's bytes: the packed head and next 8, then the tail
+        for j in range(min(m, 8)):
+            buf[j] = (slots[k, 0] >> (8 * j)) & 0xFF
+        for j in range(8, min(m, 16)):
+            buf[j] = (slots[k, 1] >> (8 * (j - 8))) & 0xFF
+        for j in range(tail):
+            buf[16 + j] = keys[k0 + j]
+        i = np.int64(_hash_bytes(buf, 0, m) & np.uint64(size - 1))
+        while nslots[i, 2] >= 0:
+            i = (i + 1) & (size - 1)
+        nslots[i, 0] = slots[k, 0]
+        nslots[i, 1] = slots[k, 1]
+        nslots[i, 2] = meta
+        nslots[i, 3] = (nstate[2] << 32) | nstate[1]
+        for j in range(cnt):
+            nvals[nstate[1] + j] = vals[v0 + j]
+        for j in range(tail):
+            nkeys[nstate[2] + j] = keys[k0 + j]
+        nstate[0] += 1
+        nstate[1] += cnt
+        nstate[2] += tail
+
+
+def grown_cache(cache: np.ndarray, nbytes: int | None = None) -> np.ndarray:
+    """``cache`` sized for ``nbytes`` of text (default: 8 times its slots; at most
+    ``CACHE_SLOTS``), its entries kept."""
+    size = int(_cache_slots(8 * cache_capacity(cache) if nbytes is None else nbytes))
+    if 8 * size <= cache_capacity(cache):
+        cache[CACHE_GROW] = 0
+        return cache
+    bigger = huge_page_array(_CACHE_HEAD + 7 * size)  # by NumPy: see new_cache
+    _copy_cache(cache, bigger)
+    return bigger
+
+
+@njit
+def _new_cache(nbytes):
+    """A fresh cache as ``(slots, vals, state, keys)``, for one call."""
+    return _cache_views(_new_cache_packed(nbytes))
+
+
+def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
+    """A piece cache to keep across calls (one per thread: kernels write to it), sized
+    for ``nbytes`` of text: a slot per 8 bytes, from 64 to ``CACHE_SLOTS``.
+
+    Allocated by NumPy, which asks Linux for huge pages for arrays of 4 MB and more
+    (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`): a
+    quarter of the time to make and to first touch than one made by Numba.
+    """
+    P = huge_page_array(_CACHE_HEAD + 7 * int(_cache_slots(nbytes)))
+    _copy_cache(_NO_SLOTS, P)  # clears it; see _copy_cache for why not _clear_cache
+    return P
+
+
+_NO_SLOTS = np.zeros(_CACHE_HEAD, np.int64)  # a packed cache of 0 slots: nothing to copy
+
+
+# -------------------------------------------------------------------- lookups and puts
+# Take the cache's arrays, not the tuple: the span driver inlines them in its loops.
+
+
+@njit_inline
+def _probe(slots, keys, buf, s, m, hd, nd, h):
+    """``(found, slot)``: the slot of buf[s:s + m] (bytes 0-7 packed in ``hd``, 8-15 in
+    ``nd``, hash ``h``), its ids pending or not, else the empty slot that ends its chain."""
+    cmask = slots.shape[0] - 1
+    i = np.int64(h & np.uint64(cmask))
+    while True:
+        meta = slots[_ix(i), 2]
+        if meta < 0:
+            return False, i
+        if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
+            ks = slots[_ix(i), 3] >> 32
+            same = True
+            for j in range(16, m):
+                if keys[_ix(ks + j - 16)] != buf[_ix(s + j)]:
+                    same = False
+                    break
+            if same:
+                return True, i
+        i = (i + 1) & cmask
+
+
+@njit_inline
+def _put_slot(slots, keys, state, buf, s, m, hd, nd, i, cnt, v0):
+    """Put buf[s:s + m] in the first empty slot from ``i``, ``cnt`` ids from ``vals[v0]``
+    (``PENDING``: not yet); return the slot. The caller checked that there is room."""
+    cmask = slots.shape[0] - 1
+    tail = max(m - 16, 0)
+    while slots[_ix(i), 2] >= 0:
+        i = (i + 1) & cmask
+    slots[_ix(i), 0] = hd
+    slots[_ix(i), 1] = nd
+    slots[_ix(i), 2] = (np.int64(m) << 32) | cnt
+    slots[_ix(i), 3] = (state[2] << 32) | v0
+    for j in range(tail):
+        keys[_ix(state[2] + j)] = buf[_ix(s + 16 + j)]
+    state[0] += 1
+    state[2] += tail
+    return i
+
+
+@njit_inline
+def _put_ids(vals, state, out, n0, cnt):
+    """Append out[n0:n0 + cnt] to ``vals``; return where they start."""
+    v0 = state[1]
+    for j in range(cnt):
+        vals[_ix(v0 + j)] = out[_ix(n0 + j)]
+    state[1] += cnt
+    return v0
+
+
+@njit_inline
+def _cache_find(C, buf, s, e, h):
+    """The slot of buf[s:e] in the cache, or -1 (also while its ids are pending)."""
+    slots, vals, state, keys = C
+    found, i = _probe(slots, keys, buf, s, e - s, np.int64(_pack8(buf, s, e)), np.int64(_pack8(buf, s + 8, e)), h)
+    if not found or slots[_ix(i), 2] & 0xFFFFFFFF == PENDING:
+        return -1
+    return i
+
+
+@njit_inline
+def _cache_get(C, buf, s, e, h, out, n):
+    """Copy the cached ids of buf[s:e] to out[n:]; return the new n, or -1 if not cached."""
+    i = _cache_find(C, buf, s, e, h)
+    if i < 0:
+        return -1
+    slots, vals, state, keys = C
+    v0, vn = slots[i, 3] & 0xFFFFFFFF, slots[i, 2] & 0xFFFFFFFF
+    for j in range(vn):
+        out[n + j] = vals[v0 + j]
+    return n + vn
+
+
+@njit_inline
+def _cache_put(C, buf, s, e, h, out, n0, n1):
+    """Cache out[n0:n1] as the ids of buf[s:e]; a full cache starts afresh first."""
+    slots, vals, state, keys = C
+    size = slots.shape[0]
+    m = e - s
+    cnt = n1 - n0
+    tail = max(m - 16, 0)
+    if 2 * (state[0] + 1) > size or state[1] + cnt > vals.size or state[2] + tail > keys.size:
+        slots[:, 2] = -1  # full: start afresh rather than evict one by one
+        state[0] = 0
+        state[1] = 0
+        state[2] = 0
+        state[3] += 1
+        if cnt > vals.size or tail > keys.size:
+            return
+    i = np.int64(h & np.uint64(size - 1))
+    v0 = _put_ids(vals, state, out, n0, cnt)
+    _put_slot(slots, keys, state, buf, s, m, np.int64(_pack8(buf, s, e)), np.int64(_pack8(buf, s + 8, e)), i, cnt, v0)

@@ -1,0 +1,79 @@
+"""Merging one piece: its first parts, then the quadratic scan, sweeps or the heap by
+how many parts it starts with."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import ix as _ix
+from .._jit import njit, njit_inline
+from .heap import _merge_heap
+from .parts import _first_parts, _first_ranks
+from .quadratic import QUAD_PARTS, _merge_scan
+from .sweeps import SWEEP_PARTS, _merge_sweeps
+from .tables import NO_RANK, BpeTables
+
+SMALL = 20  # parts of a piece that merges in the small scratch arrays (and on average side by side)
+HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
+
+
+@njit
+def _scratch(nbytes=HEAP_SCRATCH):
+    """Work arrays for merging: ``(ids, rk, heap arrays)``, the heap's sized for pieces of
+    up to ``min(nbytes, HEAP_SCRATCH)`` bytes (a longer piece allocates its own)."""
+    h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
+    heap = (np.empty(h, np.int32), np.empty(h, np.int64), np.empty(h, np.int64), np.empty(3 * h, np.int64), np.empty(h, np.int64))
+    return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), heap)
+
+
+@njit_inline
+def _merge(buf, s, e, T, S, out, n, max_rank):
+    """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
+    nb = e - s
+    H = S[2]
+    if nb <= SMALL:
+        ids, rk = S[0], S[1]
+    else:
+        if nb > H[0].size:
+            H = (np.empty(nb, np.int32), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(3 * nb, np.int64), np.empty(nb, np.int64))
+        ids, rk = H[0], H[4]
+    if max_rank == NO_RANK:  # atoms hold only when every merge may happen
+        m = _first_parts(buf, s, e, T.byte_ids, T.atoms, T.atom_pats, ids, 0)
+    else:
+        m = nb
+        for i in range(m):
+            ids[_ix(i)] = T.byte_ids[buf[_ix(s + i)]]
+    _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
+    if m > QUAD_PARTS:
+        if m >= SWEEP_PARTS:
+            m = _merge_sweeps(T, ids, rk, m, max_rank)
+        if m > QUAD_PARTS:
+            return _merge_heap(T, H, m, out, n, max_rank)
+    m = _merge_scan(T, ids, rk, m, max_rank)
+    for i in range(m):
+        out[_ix(n + i)] = ids[_ix(i)]
+    return n + m
+
+
+@njit
+def _merge_any(buf, s, e, T, ids, rk, H, out, n):
+    """``_merge`` with every merge allowed, as a call of its own: the span driver calls it
+    for the few pieces it does not merge side by side, without inlining all of it."""
+    return _merge(buf, s, e, T, (ids, rk, H), out, n, NO_RANK)
+
+
+@njit
+def _merge_ids(T, token, max_rank, out):
+    """Parts of a token's bytes after all merges below max_rank (for deriving merges)."""
+    S = _scratch()
+    return _merge(T.tok_bytes, T.tok_off[token], T.tok_off[token + 1], T, S, out, 0, max_rank)
+
+
+def split_token(tables: BpeTables, token: int, rank: int) -> np.ndarray:
+    """Parts of a token's bytes merged with every pair ranked below ``rank``.
+
+    For a tiktoken model this is the merge that creates the token (two parts).
+    """
+    out = np.empty(int(tables.tok_off[token + 1] - tables.tok_off[token]) + 1, np.int32)
+    n = _merge_ids(tables, token, np.int64(rank), out)
+    return out[:n]

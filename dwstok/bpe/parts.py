@@ -1,0 +1,90 @@
+"""The parts a piece starts merging from, and the ranks of their pairs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._jit import ix as _ix
+from .._jit import njit_inline
+from .tables import NO_RANK, _pair_rank
+
+
+@njit_inline
+def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
+    """Write the parts merging starts from for buf[s:e] to ids[base:]; return their count.
+
+    One byte each, except that a character that is an atom (see atoms.py) starts as its
+    token, unless a pattern says its neighbour here might join it first. The count is
+    ``e - s`` exactly when no atom was used. Atoms need valid UTF-8 around them: after a
+    stray byte, or before a continuation byte, a character starts as bytes.
+    The tables come as arrays (``T.byte_ids, T.atoms, T.atom_pats``), not as ``T``:
+    inlined into ``_encode_span``'s loop, each array passed costs reference counting.
+    """
+    m = 0
+    i = s
+    prev_ok = True  # the bytes before i end with a whole character, or i is the start
+    while i < e:
+        c = np.int64(buf[_ix(i)])
+        if c < 0xC2 or c >= 0xF0 or atoms.size == 0:
+            ids[_ix(base + m)] = byte_ids[_ix(c)]
+            m += 1
+            i += 1
+            prev_ok = c < 0x80
+            continue
+        n = 2 if c < 0xE0 else 3
+        cp = -1
+        if i + n <= e and (buf[_ix(i + 1)] & 0xC0) == 0x80:
+            if n == 2:
+                cp = ((c & 0x1F) << 6) | (buf[_ix(i + 1)] & 0x3F)
+            elif (buf[_ix(i + 2)] & 0xC0) == 0x80:
+                cp = ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | (buf[_ix(i + 2)] & 0x3F)
+                if cp < 0x800:
+                    cp = -1  # overlong
+        if cp < 0:
+            ids[_ix(base + m)] = byte_ids[_ix(c)]
+            m += 1
+            i += 1
+            prev_ok = False
+            continue
+        a = atoms[_ix(cp)]
+        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
+            p0 = a >> 32
+            for q in range(p0, p0 + ((a >> 24) & 0xFF)):
+                code = pats[_ix(q)]
+                k = code & 7
+                if (code >> 3) & 1 == 0:
+                    j = i - k
+                    if j < s:
+                        continue
+                else:
+                    j = i + n
+                    if j + k > e:
+                        continue
+                v = np.int64(0)
+                for u in range(k):
+                    v |= np.int64(buf[_ix(j + u)]) << (8 * u)
+                if v == code >> 4:
+                    a = -1  # this neighbour may take a part of the character first
+                    break
+        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
+            ids[_ix(base + m)] = a & 0xFFFFFF
+            m += 1
+        else:
+            for u in range(n):
+                ids[_ix(base + m + u)] = byte_ids[buf[_ix(i + u)]]
+            m += n
+        i += n
+        prev_ok = True
+    return m
+
+
+@njit_inline
+def _first_ranks(buf, s, e, m, T, ids, rk, base, max_rank):
+    """rk[base + i] = rank of the pair of parts i, i + 1 (NO_RANK if it does not merge)."""
+    if m == e - s:  # bytes only: the dense table
+        for i in range(m - 1):
+            r = T.byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
+            rk[_ix(base + i)] = r if r < max_rank else NO_RANK
+    else:
+        for i in range(m - 1):
+            rk[_ix(base + i)] = _pair_rank(T, ids[_ix(base + i)], ids[_ix(base + i + 1)])

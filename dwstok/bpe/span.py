@@ -1,0 +1,493 @@
+"""The span driver: the pieces ``buf[bounds[k]:bounds[k+1]]`` of a span to ids.
+
+Each piece is its byte, a token emitted whole, a cached result, or a merge
+(``_encode_piece`` says it plainly). ``_encode_span`` takes the same steps reordered for
+memory: the tables are far bigger than the CPU's caches, so each lookup is a wait on
+memory, and waits that do not depend on one another can overlap. Pieces go in blocks of
+``PF_BLOCK``, each block in steps:
+
+1. list the pieces by kind (a byte, up to 8 bytes, more) without a branch, settle the
+   bytes, then hash the others and prefetch their ``whole`` (or ``longs``) slot, each
+   kind in a loop of its own (mixed text mispredicts a branch on the kind);
+2. classify, again a loop per kind (each list keeps block order, which the pending ids
+   below rely on): a token emitted whole is settled; for the rest the cache slot is
+   prefetched, and a piece of up to ``SIDE_MAX`` bytes that is not in the cache is set
+   up for merging (while its parts fit in the block's room) and put in the cache at
+   once, its ids pending, so that its repeats in the same block are not merged again;
+3. merge those pieces side by side (side_by_side.py);
+4. write out in order, taking cached and longer pieces one by one, and caching what was
+   merged.
+
+Each piece is still merged by the same quadratic scan, so ids are unchanged. The steps
+are inlined functions given only the arrays they read: a helper call per piece that
+passed the whole ``BpeTables`` cost a quarter of the time in reference counting, while
+inlined helpers and calls once a block cost nothing measurable.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._intrinsics import load8 as _load8
+from .._intrinsics import prefetch as _prefetch
+from .._jit import ix as _ix
+from .._jit import njit, njit_inline
+from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
+from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8
+from .merge import SMALL, _merge, _merge_any
+from .parts import _first_parts
+from .side_by_side import _merge_side_by_side
+from .tables import NO_RANK, _whole_lookup
+
+SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
+PF_BLOCK = 512  # pieces looked up (and short ones merged) together
+
+
+@njit_inline
+def _encode_piece(buf, s, e, T, C, S, out, n):
+    """One piece: its byte, a token emitted whole, a cached result, or a merge."""
+    if e - s == 1:
+        out[n] = T.byte_ids[buf[s]]
+        return n + 1
+    h = _hash_bytes(buf, s, e)
+    t = _whole_lookup(T, buf, s, e, h)
+    if t >= 0:
+        out[n] = t
+        return n + 1
+    cacheable = e - s <= CACHE_MAX
+    if cacheable:
+        m = _cache_get(C, buf, s, e, h, out, n)
+        if m >= 0:
+            return m
+    m = _merge(buf, s, e, T, S, out, n, NO_RANK)
+    if cacheable:
+        _cache_put(C, buf, s, e, h, out, n, m)
+    return m
+
+
+class _Block(NamedTuple):
+    """Work arrays of a block: by piece j (its place in the block), or by merge q."""
+
+    hq: np.ndarray  # hash of piece j
+    heads: np.ndarray  # its bytes 0-7, packed
+    nexts: np.ndarray  # its bytes 8-15 (set in step 2)
+    res: np.ndarray  # >= 0: its token; -1: cached or long; -2 - q: merged as q
+    hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
+    sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
+    lidx: np.ndarray  # those over 8,
+    bidx: np.ndarray  # and those of one byte
+    misses: np.ndarray  # pieces of at most SIDE_MAX bytes that are no token
+    bids: np.ndarray  # merge q: parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
+    brk: np.ndarray
+    boff: np.ndarray
+    bm: np.ndarray  # parts left
+    pkey: np.ndarray  # pending pair lookups of merge q: key and position, two a merge
+    ppos: np.ndarray
+    act: np.ndarray  # merges still going
+    binit: np.ndarray  # merge q still has to look up its first ranks
+    pslot: np.ndarray  # merge q's cache slot, put there in step 2b (-1: none)
+
+
+@njit_inline
+def _block(nblk):
+    return _Block(
+        np.empty(nblk, np.uint64),
+        np.empty(nblk, np.uint64),
+        np.zeros(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk * SMALL, np.int32),
+        np.empty(nblk * SMALL, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.empty(2 * nblk, np.int64),
+        np.empty(2 * nblk, np.int64),
+        np.empty(nblk, np.int64),
+        np.zeros(nblk, np.bool_),
+        np.empty(nblk, np.int64),
+    )
+
+
+@njit
+def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
+    """Encode the pieces buf[bounds[k]:bounds[k+1]], k0 <= k < k1, into out[n:]; return n.
+
+    ``T``: the tables; ``C``: the piece cache's views; ``S``: scratch for merging alone.
+    """
+    slots, vals, state, keys = C
+    nblk = min(PF_BLOCK, max(k1 - k0, 1))
+    B = _block(nblk)
+    for b0 in range(k0, k1, nblk):
+        b1 = min(b0 + nblk, k1)
+        _make_room(slots, vals, state, keys, b1 - b0)
+        # 1. list by kind, settle the bytes, hash and prefetch
+        ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
+        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
+        _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, T.whole)
+        _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, T.longs)
+        # 2a. a token emitted whole, or a miss
+        nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, B, 0)
+        nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, B, nmiss)
+        # 2b. the misses: in the cache, else set up to merge
+        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_bits, slots, vals, state, keys, B)
+        # 3. merge side by side
+        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, nq)
+        # 4. write out
+        n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n)
+    return n
+
+
+@njit_inline
+def _make_room(slots, vals, state, keys, npieces):
+    """Start the cache afresh if a block of ``npieces`` might not fit.
+
+    Here, never inside a block: steps 2b and 4 both write to the cache and step 4 reads
+    the slots step 2b found. A block adds at most one entry a piece; what finds no room
+    (a tiny cache) is not cached.
+    """
+    size = slots.shape[0]
+    if 2 * (state[0] + npieces) > size or 8 * state[1] > 7 * vals.size or 8 * state[2] > 7 * keys.size:
+        for i in range(size):
+            slots[_ix(i), 2] = -1
+        state[0] = 0
+        state[1] = 0
+        state[2] = 0
+        state[3] += 1  # the pool gives a cache that starts afresh a bigger one
+
+
+@njit_inline
+def _list_by_kind(bounds, b0, b1, sidx, lidx, bidx):
+    """List the pieces b0..b1 by kind, without a branch: ``(ns, nl, n1)`` pieces of 2-8
+    bytes in ``sidx``, of more in ``lidx``, of one (or none) in ``bidx``."""
+    ns = 0
+    nl = 0
+    n1 = 0
+    for k in range(b0, b1):
+        m = bounds[_ix(k + 1)] - bounds[_ix(k)]
+        sidx[_ix(ns)] = k - b0
+        lidx[_ix(nl)] = k - b0
+        bidx[_ix(n1)] = k - b0
+        ns += (m >= 2) & (m <= 8)
+        nl += m > 8
+        n1 += m <= 1
+    return ns, nl, n1
+
+
+@njit_inline
+def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
+    """A piece of one byte is its id (an empty piece, which no scanner makes: none)."""
+    for a in range(n1):
+        j = bidx[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        if bounds[_ix(b0 + j + 1)] > s:
+            res[_ix(j)] = byte_ids[buf[_ix(s)]]
+        else:
+            res[_ix(j)] = -1
+            hslot[_ix(j)] = -1
+
+
+@njit_inline
+def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, whole):
+    """Hash the pieces of 2-8 bytes (as _hash_bytes: the packed head says it all), keep
+    their packed heads, and prefetch their ``whole`` slot."""
+    wflat = whole.reshape(whole.size)
+    wmask = whole.shape[0] - 1
+    nbuf = buf.size
+    for a in range(ns):
+        j = sidx[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        m = bounds[_ix(b0 + j + 1)] - s
+        if s + 8 <= nbuf:
+            sh = np.uint64(64 - 8 * m)
+            head = (_load8(buf, s) << sh) >> sh
+        else:
+            head = np.uint64(0)
+            for i in range(m):
+                head |= np.uint64(buf[_ix(s + i)]) << np.uint64(8 * i)
+        heads[_ix(j)] = head
+        h = _avalanche((head ^ (np.uint64(m) << np.uint64(56))) * np.uint64(0x9E3779B97F4A7C15))
+        hq[_ix(j)] = h
+        _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
+
+
+@njit_inline
+def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, longs):
+    """Hash the pieces over 8 bytes (as _hash_bytes), keep their packed heads, and
+    prefetch their ``longs`` slot."""
+    lflat = longs.reshape(longs.size)
+    lmask = longs.shape[0] - 1
+    for a in range(nl):
+        j = lidx[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        e = bounds[_ix(b0 + j + 1)]
+        head = _pack8(buf, s, e)
+        heads[_ix(j)] = head
+        h = _hash_from_head(buf, s, e, head)
+        hq[_ix(j)] = h
+        _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
+
+
+@njit_inline
+def _classify_short(bounds, b0, sidx, ns, whole, slots, B, nmiss):
+    """Pieces of 2-8 bytes: a token from ``whole``, else a miss (cache slot prefetched)."""
+    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    cflat = slots.reshape(slots.size)
+    cmask = slots.shape[0] - 1
+    wmask = whole.shape[0] - 1
+    for a in range(ns):
+        j = sidx[_ix(a)]
+        m = bounds[_ix(b0 + j + 1)] - bounds[_ix(b0 + j)]
+        h = hq[_ix(j)]
+        nexts[_ix(j)] = 0
+        hd = np.int64(heads[_ix(j)])
+        t = -1
+        i = np.int64(h & np.uint64(wmask))
+        while True:  # as _lookup_short, written out: no helper call per piece
+            meta = whole[_ix(i), 1]
+            if meta < 0:
+                break
+            if whole[_ix(i), 0] == hd and (meta >> 32) == m:
+                t = meta & 0xFFFFFFFF
+                break
+            i = (i + 1) & wmask
+        if t >= 0:
+            res[_ix(j)] = t
+            continue
+        res[_ix(j)] = -1
+        hslot[_ix(j)] = -1
+        _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 4)
+        misses[_ix(nmiss)] = j  # m <= 8 <= SIDE_MAX
+        nmiss += 1
+    return nmiss
+
+
+@njit_inline
+def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, B, nmiss):
+    """Pieces over 8 bytes: a token from ``longs``, else a miss (cache slot prefetched),
+    merged side by side if it has at most SIDE_MAX bytes."""
+    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    cflat = slots.reshape(slots.size)
+    cmask = slots.shape[0] - 1
+    lmask = longs.shape[0] - 1
+    for a in range(nl):
+        j = lidx[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        e = bounds[_ix(b0 + j + 1)]
+        m = e - s
+        h = hq[_ix(j)]
+        nd = np.int64(_pack8(buf, s + 8, e))
+        nexts[_ix(j)] = nd
+        hd = np.int64(heads[_ix(j)])
+        t = -1
+        i = np.int64(h & np.uint64(lmask))
+        while True:  # as _lookup_long, written out
+            meta = longs[_ix(i), 2]
+            if meta < 0:
+                break
+            if longs[_ix(i), 0] == hd and longs[_ix(i), 1] == nd and (meta >> 32) == m:
+                tt = meta & 0xFFFFFFFF
+                same = True
+                if m > 16:
+                    o = tok_off[_ix(tt)]
+                    for jj in range(16, m):
+                        if tok_bytes[_ix(o + jj)] != buf[_ix(s + jj)]:
+                            same = False
+                            break
+                if same:
+                    t = tt
+                    break
+            i = (i + 1) & lmask
+        if t >= 0:
+            res[_ix(j)] = t
+            continue
+        res[_ix(j)] = -1
+        hslot[_ix(j)] = -1
+        _prefetch(cflat, np.int64(h & np.uint64(cmask)) * 4)
+        if m <= SIDE_MAX:
+            misses[_ix(nmiss)] = j
+            nmiss += 1
+    return nmiss
+
+
+@njit_inline
+def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, bits, slots, vals, state, keys, B):
+    """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
+    to merge side by side while its parts fit in the block's room; return how many are.
+
+    A piece set up to merge goes in the cache at once, its ids pending until step 4
+    writes them: the same piece later in the block then finds it instead of merging again.
+    """
+    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
+    cmask = slots.shape[0] - 1
+    pmask = pairs.size - 1
+    used = 0
+    nq = 0
+    for a in range(nmiss):
+        j = misses[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        e = bounds[_ix(b0 + j + 1)]
+        m = e - s
+        hd = np.int64(heads[_ix(j)])
+        nd = nexts[_ix(j)]
+        i = np.int64(hq[_ix(j)] & np.uint64(cmask))
+        found = False
+        while True:  # as _probe, written out
+            meta = slots[_ix(i), 2]
+            if meta < 0:
+                break
+            if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
+                found = True
+                ks = slots[_ix(i), 3] >> 32
+                for jj in range(16, m):
+                    if keys[_ix(ks + jj - 16)] != buf[_ix(s + jj)]:
+                        found = False
+                        break
+                if found:
+                    break
+            i = (i + 1) & cmask
+        if found:  # step 4 reads the slot, filled or pending
+            hslot[_ix(j)] = i
+            _prefetch(vals, slots[_ix(i), 3] & 0xFFFFFFFF)  # step 4 copies them
+            continue
+        if used + m > bids.size:
+            continue  # no room left in this block: step 4 merges it alone
+        q = nq
+        nq += 1
+        res[_ix(j)] = -2 - q
+        boff[_ix(q)] = used
+        pslot[_ix(q)] = -1
+        if 2 * (state[0] + 1) <= cmask + 1 and state[2] + max(m - 16, 0) <= keys.size:
+            # as _put_slot, written out
+            while slots[_ix(i), 2] >= 0:
+                i = (i + 1) & cmask
+            slots[_ix(i), 0] = hd
+            slots[_ix(i), 1] = nd
+            slots[_ix(i), 2] = (np.int64(m) << 32) | PENDING
+            slots[_ix(i), 3] = state[2] << 32
+            for jj in range(max(m - 16, 0)):
+                keys[_ix(state[2] + jj)] = buf[_ix(s + 16 + jj)]
+            state[0] += 1
+            state[2] += max(m - 16, 0)
+            pslot[_ix(q)] = i
+        base = used
+        mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, bids, base)
+        bm[_ix(q)] = mp
+        binit[_ix(q)] = mp != m
+        used += mp
+        if mp == m:  # bytes only: ranks from the dense table
+            for i in range(m - 1):
+                brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
+        else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
+            for i in range(mp - 1):
+                key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
+                _prefetch(pairs, np.int64(_hash_pair(key) & np.uint64(pmask)))
+                brk[_ix(base + i)] = key
+        ppos[_ix(2 * q)] = -1
+        ppos[_ix(2 * q + 1)] = -1
+        act[_ix(q)] = q
+    return nq
+
+
+@njit_inline
+def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
+    """Step 4: the ids of pieces b0..b1 to out[n:] in order; return the new n.
+
+    Settled and side-by-side pieces are copied; the rest are looked up in the cache
+    (pieces over SIDE_MAX bytes were not, in step 2b) or merged alone: pieces over
+    SIDE_MAX bytes, those that found no room in step 2b, and repeats of a piece whose
+    ids are pending. What was merged goes in the cache.
+    """
+    hq, heads, nexts, res, hslot = B.hq, B.heads, B.nexts, B.res, B.hslot
+    bids, boff, bm, pslot = B.bids, B.boff, B.bm, B.pslot
+    ids, rk, H = S
+    cmask = slots.shape[0] - 1
+    for k in range(b0, b1):
+        j = k - b0
+        r0 = res[_ix(j)]
+        if r0 >= 0:
+            out[_ix(n)] = r0
+            n += 1
+            continue
+        s = bounds[_ix(k)]
+        e = bounds[_ix(k + 1)]
+        m = e - s
+        if m == 0:
+            continue
+        n0 = n
+        fill = -1  # the piece's cache slot whose ids are pending
+        if r0 <= -2:
+            q = -2 - r0
+            base = boff[_ix(q)]
+            for i in range(bm[_ix(q)]):
+                out[_ix(n + i)] = bids[_ix(base + i)]
+            n += bm[_ix(q)]
+            fill = pslot[_ix(q)]
+            if fill < 0:
+                continue  # its key found no room in the cache
+        else:
+            hit = hslot[_ix(j)]
+            if m > SIDE_MAX and m <= CACHE_MAX:  # not looked up in step 2b
+                hd = np.int64(heads[_ix(j)])
+                nd = nexts[_ix(j)]
+                i = np.int64(hq[_ix(j)] & np.uint64(cmask))
+                found = False
+                while True:  # as _probe, written out
+                    meta = slots[_ix(i), 2]
+                    if meta < 0:
+                        break
+                    if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
+                        found = True
+                        ks = slots[_ix(i), 3] >> 32
+                        for jj in range(16, m):
+                            if keys[_ix(ks + jj - 16)] != buf[_ix(s + jj)]:
+                                found = False
+                                break
+                        if found:
+                            break
+                    i = (i + 1) & cmask
+                hit = i if found else -1
+            if hit >= 0:
+                vn = slots[_ix(hit), 2] & 0xFFFFFFFF
+                if vn != PENDING:  # (as _cache_get)
+                    v0 = slots[_ix(hit), 3] & 0xFFFFFFFF
+                    for jj in range(vn):
+                        out[_ix(n + jj)] = vals[_ix(v0 + jj)]
+                    n += vn
+                    continue
+                fill = hit  # its first copy found no room for its ids
+            n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
+        cnt = n - n0
+        if fill >= 0:  # the ids of a slot step 2b put in the cache, if they fit
+            if state[1] + cnt <= vals.size:
+                for jj in range(cnt):
+                    vals[_ix(state[1] + jj)] = out[_ix(n0 + jj)]
+                slots[_ix(fill), 2] = (np.int64(m) << 32) | cnt
+                slots[_ix(fill), 3] = (slots[_ix(fill), 3] & ~np.int64(0xFFFFFFFF)) | state[1]
+                state[1] += cnt
+            continue
+        # remember it (as _cache_put; the block start made room for a slot)
+        tail = max(m - 16, 0)
+        if m > CACHE_MAX or 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + tail > keys.size:
+            continue
+        i = np.int64(hq[_ix(j)] & np.uint64(cmask))
+        while slots[_ix(i), 2] >= 0:
+            i = (i + 1) & cmask
+        slots[_ix(i), 0] = np.int64(heads[_ix(j)])
+        slots[_ix(i), 1] = nexts[_ix(j)]
+        slots[_ix(i), 2] = (np.int64(m) << 32) | cnt
+        slots[_ix(i), 3] = (state[2] << 32) | state[1]
+        for jj in range(cnt):
+            vals[_ix(state[1] + jj)] = out[_ix(n0 + jj)]
+        for jj in range(tail):
+            keys[_ix(state[2] + jj)] = buf[_ix(s + 16 + jj)]
+        state[0] += 1
+        state[1] += cnt
+        state[2] += tail
+    return n

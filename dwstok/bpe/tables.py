@@ -1,0 +1,214 @@
+"""A model as flat arrays (:class:`BpeTables`), packed into one array, and the lookups in it.
+
+- ``pairs``: an open-addressing hash of ``(left id, right id)`` → rank, one int64 a
+  slot, and ``rank_new``: rank → the id it makes; ``byte_pairs``: the ranks of pairs of
+  single bytes as a dense 256×256 array, for the first round.
+- ``whole`` and ``longs``: hashes of token bytes → id for the tokens that a piece equal
+  to them encodes to directly. A slot holds the token's bytes (up to 8 in ``whole``, up
+  to 16 in ``longs``) and its length, so a lookup touches one slot and nothing else.
+- ``atoms`` and ``atom_pats``: characters whose bytes always become one token before
+  they meet a neighbour (see atoms.py); merging starts from that token.
+
+How they are built is in build.py.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._jit import ix as _ix
+from .._jit import njit, njit_inline
+from .hashing import _hash_pair, _pack8
+from .pages import huge_page_array
+
+NO_RANK = np.int64(1 << 40)
+
+
+class BpeTables(NamedTuple):
+    """Flat arrays of one model, ready for the kernels."""
+
+    tok_bytes: np.ndarray  # uint8: every token's bytes, back to back
+    tok_off: np.ndarray  # int64 [n_vocab + 1]: token i = tok_bytes[tok_off[i]:tok_off[i+1]]
+    byte_ids: np.ndarray  # int32 [256]: id of the one-byte token
+    pairs: np.ndarray  # int64: ((left << pair_bits | right) << (63 - 2 pair_bits)) | rank; -1 = empty
+    pair_bits: int  # bits of an id in a pair key
+    rank_new: np.ndarray  # int32: the id a merge of each rank makes; empty when that is the rank itself
+    byte_pairs: np.ndarray  # int64 [65536]: rank of the pair of bytes (b1, b2) at b1 * 256 + b2, or NO_RANK
+    whole: np.ndarray  # int64 [size, 2]: tokens of up to 8 bytes: bytes packed, (length << 32) | id; -1 = empty
+    atoms: np.ndarray  # int64 [0x10000] by code point: (pattern start << 32) | (patterns << 24) | id; -1 = none
+    atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
+    longs: np.ndarray  # int64 [size, 3]: longer tokens: bytes 0-7 and 8-15 packed, (length << 32) | id
+
+
+# Field order of a packed model (see pack_tables): the arrays, then pair_bits.
+_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs")
+_PACKED_DTYPES = {f: np.dtype(np.uint8 if f == "tok_bytes" else np.int32 if f in ("byte_ids", "rank_new") else np.int64) for f in _PACKED_FIELDS}
+_HEADER = 32  # int64 words before the first array: (start, count) per array, then pair_bits
+
+
+def pack_tables(T: BpeTables) -> np.ndarray:
+    """All of ``T`` in one int64 array: a header of where each array starts and how many
+    items it has, then the arrays, each from an 8-byte boundary.
+
+    Why: a call into Numba unboxes every array argument, so one array costs a call a
+    tenth of what 11 do. The kernels take views of it again (``_unpack_tables``), which
+    costs nothing.
+
+    >>> from dwstok.bpe import build_tables
+    >>> t = build_tables([bytes([b]) for b in range(256)], [], [], [], rule="merges")
+    >>> back = unpack_tables(pack_tables(t))
+    >>> all(np.array_equal(a, b) for a, b in zip(back, t))
+    True
+    """
+    arrays = [np.ascontiguousarray(getattr(T, f), _PACKED_DTYPES[f]) for f in _PACKED_FIELDS]
+    words = [(a.nbytes + 7) // 8 for a in arrays]
+    P = huge_page_array(_HEADER + sum(words))
+    P[:] = 0
+    at = _HEADER
+    for i, (a, w) in enumerate(zip(arrays, words)):
+        P[2 * i], P[2 * i + 1] = at, a.size
+        P[at : at + w].view(np.uint8)[: a.nbytes] = a.reshape(-1).view(np.uint8)
+        at += w
+    P[2 * len(arrays)] = T.pair_bits
+    return P
+
+
+def unpack_tables(P: np.ndarray) -> BpeTables:
+    """The tables in ``P`` (from :func:`pack_tables`) as views, no copy (the kernels'
+    own unpacking, so there is one reading of the layout)."""
+    return _unpack_tables(P)
+
+
+@njit_inline
+def _unpack_tables(P):
+    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[20]
+    return BpeTables(
+        P[P[0] : P[0] + (P[1] + 7) // 8].view(np.uint8)[: P[1]],
+        P[P[2] : P[2] + P[3]],
+        P[P[4] : P[4] + (P[5] + 1) // 2].view(np.int32)[: P[5]],
+        P[P[6] : P[6] + P[7]],
+        P[20],
+        P[P[8] : P[8] + (P[9] + 1) // 2].view(np.int32)[: P[9]],
+        P[P[10] : P[10] + P[11]],
+        P[P[12] : P[12] + P[13]].reshape(P[13] // 2, 2),
+        P[P[14] : P[14] + P[15]],
+        P[P[16] : P[16] + P[17]],
+        P[P[18] : P[18] + P[19]].reshape(P[19] // 3, 3),
+    )
+
+
+# ---------------------------------------------------------------------------- pairs
+
+
+@njit_inline
+def _rank_of_key(pairs, key, shift, pmask):
+    """Rank of the pair ``key = left << bits | right`` in ``pairs``, or NO_RANK."""
+    i = np.int64(_hash_pair(key) & np.uint64(pmask))
+    while True:
+        v = pairs[_ix(i)]
+        if v < 0:
+            return NO_RANK
+        if (v >> shift) == key:
+            return v & ((np.int64(1) << shift) - 1)
+        i = (i + 1) & pmask
+
+
+@njit_inline
+def _pair_rank(T, left, right):
+    """Rank of the pair (left, right), or NO_RANK when it does not merge.
+
+    A slot is one int64, ``(left << bits | right) << shift | rank``: half the size of a
+    key/value pair, so a large table stays in cache better; the table is too big for L2
+    anyway, and these lookups are what merging costs.
+    """
+    bits = T.pair_bits
+    key = (np.int64(left) << bits) | np.int64(right)
+    return _rank_of_key(T.pairs, key, 63 - 2 * bits, T.pairs.size - 1)
+
+
+@njit_inline
+def _new_id(T, rank):
+    """The id a merge of ``rank`` makes."""
+    return np.int32(rank) if T.rank_new.size == 0 else T.rank_new[_ix(rank)]
+
+
+# ---------------------------------------------------------------------------- whole tokens
+
+
+@njit_inline
+def _whole_lookup(T, buf, start, end, h):
+    """Id of the token spelled by buf[start:end] if it is emitted whole, else -1."""
+    return _lookup_in(T.whole, T.longs, T.tok_bytes, T.tok_off, buf, start, end, h)
+
+
+@njit_inline
+def _lookup_in(whole, longs, tok_bytes, tok_off, buf, start, end, h):
+    """Up to 8 bytes from ``whole`` (head and length say it all), longer from ``longs``."""
+    n = end - start
+    head = np.int64(_pack8(buf, start, end))
+    if n <= 8:
+        return _lookup_short(whole, head, n, h)
+    return _lookup_long(longs, tok_bytes, tok_off, buf, start, n, head, np.int64(_pack8(buf, start + 8, end)), h)
+
+
+@njit_inline
+def _lookup_short(whole, head, n, h):
+    """Id of the token of ``n <= 8`` bytes packed in ``head`` (hash ``h``) in ``whole``, or -1."""
+    size = whole.shape[0]
+    i = np.int64(h & np.uint64(size - 1))
+    while True:
+        meta = whole[_ix(i), 1]
+        if meta < 0:
+            return -1
+        if whole[_ix(i), 0] == head and (meta >> 32) == n:
+            return meta & 0xFFFFFFFF
+        i = (i + 1) & (size - 1)
+
+
+@njit_inline
+def _lookup_long(longs, tok_bytes, tok_off, buf, start, n, head, nxt, h):
+    """Id of the token buf[start:start + n] (``n > 8``; bytes 0-7 packed in ``head``, 8-15
+    in ``nxt``) in ``longs``, or -1. Bytes past the 16th are compared in ``tok_bytes``."""
+    size = longs.shape[0]
+    i = np.int64(h & np.uint64(size - 1))
+    while True:
+        meta = longs[_ix(i), 2]
+        if meta < 0:
+            return -1
+        if longs[_ix(i), 0] == head and longs[_ix(i), 1] == nxt and (meta >> 32) == n:
+            t = meta & 0xFFFFFFFF
+            same = True
+            if n > 16:
+                o = tok_off[_ix(t)]
+                for j in range(16, n):
+                    if tok_bytes[_ix(o + j)] != buf[_ix(start + j)]:
+                        same = False
+                        break
+            if same:
+                return t
+        i = (i + 1) & (size - 1)
+
+
+# ---------------------------------------------------------------------------- decoding
+
+
+@njit
+def _decode(ids, tok_bytes, tok_off, out):
+    n = 0
+    for k in range(ids.size):
+        t = ids[k]
+        a, b = tok_off[t], tok_off[t + 1]
+        for i in range(a, b):
+            out[n] = tok_bytes[i]
+            n += 1
+    return n
+
+
+def decode_ids(ids: np.ndarray, tables: BpeTables) -> bytes:
+    """Bytes of already validated ids."""
+    lens = tables.tok_off[ids + 1] - tables.tok_off[ids]
+    out = np.empty(int(lens.sum()), np.uint8)
+    _decode(ids, tables.tok_bytes, tables.tok_off, out)
+    return out.tobytes()
