@@ -66,7 +66,7 @@ def _encode_fused(kind, table, text, P, CP):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     bounds = np.empty(buf.size + 1, np.int64)
-    nb = scan_range(kind, buf, 0, buf.size, table, bounds)
+    nb = scan_range(kind, buf, np.int64(0), buf.size, table, bounds)  # not a literal 0: one compile, shared with _encode_docs_fused
     S = _scratch(buf.size)
     out = np.empty(buf.size, np.uint32)
     n = 0
