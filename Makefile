@@ -33,7 +33,13 @@ $(VENV)/.bench: pyproject.toml $(VENV)/.runtime
 
 setup-runtime: $(VENV)/.runtime
 
-setup: $(VENV)/.installed
+# Compile the kernels once into Numba's disk cache, so that the first encode or build
+# does not (redone when the package's sources change).
+$(VENV)/.warm: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py)
+	$(PY) -m dwstok.warm
+	touch $@
+
+setup: $(VENV)/.installed $(VENV)/.warm
 
 test: setup browser
 	$(PY) -m pytest -q

@@ -89,8 +89,70 @@ def ensure_writable_cache() -> str | None:
     return str(fallback)
 
 
+class _CompileNotice:
+    """Says once on stderr that kernels are being compiled, when Numba compiles one of ours.
+
+    Numba fires a ``numba:compile`` event only when a kernel is not in its disk cache, so
+    a warm cache prints nothing. The first compile of a process prints the line (and sets
+    ``DWSTOK_COMPILE_NOTICE=0`` so that worker processes started later stay quiet); a
+    run would otherwise sit silent for seconds. With ``DWSTOK_COMPILE_LOG`` set to a
+    file, every compile of a dwstok kernel appends ``pid seconds name`` to it (what
+    bench/cold_start.py adds up).
+    """
+
+    def __init__(self):
+        import os
+
+        self.said = os.environ.get("DWSTOK_COMPILE_NOTICE") == "0"
+        self.log = os.environ.get("DWSTOK_COMPILE_LOG")
+        self.depth = 0
+        self.started = []
+
+    def on_start(self, name: str) -> None:
+        import os
+        import sys
+        import time
+
+        if not self.said:
+            self.said = True
+            os.environ["DWSTOK_COMPILE_NOTICE"] = "0"
+            print(f"dwstok: compiling kernels, once per install: {name} first; later runs load them from the cache", file=sys.stderr, flush=True)
+        self.started.append(time.perf_counter())
+
+    def on_end(self, name: str) -> None:
+        import os
+        import time
+
+        t = time.perf_counter() - self.started.pop()
+        if self.log and not self.started:  # a kernel compiled for its own sake, not inside another
+            with open(self.log, "a") as f:
+                f.write(f"{os.getpid()} {t:.3f} {name}\n")
+
+
+def _install_compile_notice() -> None:
+    from numba.core import event
+
+    notice = _CompileNotice()
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            d = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
+            fn = getattr(d, "py_func", None)
+            if fn is not None and fn.__module__.startswith("dwstok."):
+                notice.on_start(fn.__qualname__)
+                ev.data["_dwstok"] = True
+
+        def on_end(self, ev):
+            if isinstance(ev.data, dict) and ev.data.get("_dwstok"):
+                notice.on_end(ev.data["dispatcher"].py_func.__qualname__)
+
+    event.register("numba:compile", Listener())
+
+
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent])
 ensure_writable_cache()
+if not numba.config.DISABLE_JIT:
+    _install_compile_notice()
 
 njit = numba.njit(cache=True, nogil=True)
 """Decorator for kernels: ``@njit``."""

@@ -637,10 +637,8 @@ def _scan_gpt2(buf, start, end, table, out):
 @njit
 def scan_range(kind, buf, start, end, table, out):
     """Pretoken bounds of ``buf[start:end]`` into ``out`` (absolute offsets); returns n."""
-    if kind == KIND_O200K:
-        return _scan_o200k(buf, start, end, table, out, False)
-    if kind == KIND_O200K_RDIGITS:
-        return _scan_o200k(buf, start, end, table, out, True)
+    if kind == KIND_O200K or kind == KIND_O200K_RDIGITS:  # one call: one compile, not one per flag
+        return _scan_o200k(buf, start, end, table, out, kind == KIND_O200K_RDIGITS)
     if kind == KIND_CL100K:
         return _scan_cl100k(buf, start, end, table, out)
     if kind == KIND_GPT2:

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._jit import njit
 from .hashing import _hash_bytes, _hash_pair, _pack8
-from .merge import _merge, _scratch
+from .merge import HEAP_SCRATCH, _merge, _scratch
 from .tables import NO_RANK, BpeTables, _lookup_in, _new_id, _pair_rank
 
 
@@ -263,11 +263,11 @@ def _last_splits(T, lefts, rights, news):
 @njit
 def _self_encodes(T, ids):
     ok = np.zeros(ids.size, np.bool_)
-    out = np.empty(max(T.tok_bytes.size, 1), np.int32)
-    S = _scratch()
+    out = np.empty(max(T.tok_bytes.size, 1), np.uint32)  # as the encoder's: its heap and sweeps compile once
+    S = _scratch(np.int64(HEAP_SCRATCH))
     for j in range(ids.size):
         t = ids[j]
         a, b = T.tok_off[t], T.tok_off[t + 1]
-        n = _merge(T.tok_bytes, a, b, T, S, out, 0, NO_RANK)
+        n = _merge(T.tok_bytes, a, b, T, S, out, np.int64(0), NO_RANK)
         ok[j] = n == 1 and out[0] == t
     return ok

@@ -20,7 +20,7 @@ def _encode_bounds(buf, bounds, P, out):
     T = _unpack_tables(P)
     C = _new_cache(buf.size)
     S = _scratch(buf.size)
-    return _encode_span(buf, bounds, 0, bounds.size - 1, T, C, S, out, np.int64(0))  # int64 as elsewhere: one compiled _encode_span, not two
+    return _encode_span(buf, bounds, np.int64(0), bounds.size - 1, T, C, S, out, np.int64(0))  # int64 as elsewhere: one compiled _encode_span, not two
 
 
 def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables | np.ndarray) -> np.ndarray:
@@ -66,12 +66,12 @@ def _encode_fused(kind, table, text, P, CP):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     bounds = np.empty(buf.size + 1, np.int64)
-    nb = scan_range(kind, buf, 0, buf.size, table, bounds)
+    nb = scan_range(kind, buf, np.int64(0), buf.size, table, bounds)  # not a literal 0: one compile, shared with _encode_docs_fused
     S = _scratch(buf.size)
     out = np.empty(buf.size, np.uint32)
     n = 0
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, 0, nb, T, C, S, out, np.int64(0))
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     else:
         # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
         # over many pieces; its setup (17 arrays) cost more than "hello world" did.
@@ -82,8 +82,18 @@ def _encode_fused(kind, table, text, P, CP):
     return out[:n].copy()
 
 
-@njit
 def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
+    """:func:`_encode_docs_fused_kernel` with ``data`` passed read-only, whatever the
+    caller's array: Numba compiles a kernel (and the span driver in it) once per
+    argument type, and a writable and a read-only array (Arrow's buffers) are two."""
+    if data.flags.writeable:
+        data = data.view()
+        data.flags.writeable = False
+    return _encode_docs_fused_kernel(kind, table, data, offsets, d0, d1, P, CP, out, out_doc)
+
+
+@njit
+def _encode_docs_fused_kernel(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
     """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]]),
     with the packed tables ``P`` and the piece cache ``CP`` (from :func:`new_cache`; it
     may come from earlier calls)."""
@@ -101,7 +111,7 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
         if e <= s:
             continue
         nb = scan_range(kind, data, s, e, table, bounds)
-        n = _encode_span(data, bounds, 0, nb, T, C, S, out, n)
+        n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, n)
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n

@@ -65,8 +65,8 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
 @njit
 def _merge_ids(T, token, max_rank, out):
     """Parts of a token's bytes after all merges below max_rank (for deriving merges)."""
-    S = _scratch()
-    return _merge(T.tok_bytes, T.tok_off[token], T.tok_off[token + 1], T, S, out, 0, max_rank)
+    S = _scratch(np.int64(HEAP_SCRATCH))
+    return _merge(T.tok_bytes, T.tok_off[token], T.tok_off[token + 1], T, S, out, np.int64(0), max_rank)
 
 
 def split_token(tables: BpeTables, token: int, rank: int) -> np.ndarray:
@@ -74,6 +74,6 @@ def split_token(tables: BpeTables, token: int, rank: int) -> np.ndarray:
 
     For a tiktoken model this is the merge that creates the token (two parts).
     """
-    out = np.empty(int(tables.tok_off[token + 1] - tables.tok_off[token]) + 1, np.int32)
+    out = np.empty(int(tables.tok_off[token + 1] - tables.tok_off[token]) + 1, np.uint32)  # as the encoder's
     n = _merge_ids(tables, token, np.int64(rank), out)
-    return out[:n]
+    return out[:n].astype(np.int32)

@@ -1,0 +1,152 @@
+"""Cold start: import, load and first encode with an empty Numba cache, and the compile
+share of a first ``dwstok build demo`` on a small corpus (issue 17, "First use").
+
+Every measurement runs in a fresh process with ``NUMBA_CACHE_DIR`` set to an empty
+folder, so Numba finds no compiled kernel. Kernels compiled are taken from Numba's
+``numba:compile`` events (outermost dwstok kernels only; nested ones are inside them).
+The build's compile share is its wall time with an empty cache minus its wall time
+with the cache it left (same corpus, a fresh workdir), plus the per-process compile
+log (``DWSTOK_COMPILE_LOG``) where the tree has it.
+
+    PYTHONPATH=$PWD DWSTOK_SHARED=../shared python bench/cold_start.py --tag before
+    python bench/cold_start.py --tree /path/to/other/checkout --tag before   # another tree
+
+Results: bench/results/cold-start-<time>-<tag>.json and .md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SHARED = Path(os.environ.get("DWSTOK_SHARED", HERE.parent.parent / "shared"))
+
+CHILD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+from numba.core import event
+compiles, stack = [], []
+class L(event.Listener):
+    def on_start(self, ev):
+        stack.append(time.perf_counter())
+    def on_end(self, ev):
+        t = time.perf_counter() - stack.pop()
+        fn = getattr(ev.data.get("dispatcher"), "py_func", None)
+        if not stack and fn is not None and fn.__module__.startswith("dwstok"):
+            compiles.append([fn.__module__ + "." + fn.__qualname__, round(t, 3), str(ev.data.get("args"))[:300]])
+event.register("numba:compile", L())
+t1 = time.perf_counter()
+import dwstok
+t2 = time.perf_counter()
+tok = dwstok.Tokenizer.load(sys.argv[1])
+t3 = time.perf_counter()
+ids = tok.encode("Hello world, a first encode. Grüße, 你好世界, Привет мир, 2026.")
+t4 = time.perf_counter()
+json.dump({"import_s": t2 - t1, "load_s": t3 - t2, "first_encode_s": t4 - t3, "import_to_encode_s": t4 - t1,
+           "compiles": compiles, "dwstok": dwstok.__file__}, sys.stdout)
+"""
+
+
+def fresh_env(tree: Path, cache: Path, **extra) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree), NUMBA_CACHE_DIR=str(cache), DWSTOK_SHARED=str(SHARED), **extra)
+    env.pop("DWSTOK_COMPILE_NOTICE", None)
+    return env
+
+
+def first_use(tree: Path, model: Path, tmp: Path, k: int) -> dict:
+    cache = tmp / f"numba-first-{k}"
+    cache.mkdir()
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model)], env=fresh_env(tree, cache), capture_output=True, text=True, check=True)
+    r = json.loads(out.stdout)
+    r["stderr"] = out.stderr.strip().splitlines()
+    return r
+
+
+def small_corpus(path: Path, docs: int) -> None:
+    import pyarrow.parquet as pq
+
+    t = pq.read_table(SHARED / "corpus" / "dev.parquet", columns=["text", "lang"])
+    pq.write_table(t.slice(0, docs), path)
+
+
+def build(tree: Path, corpus: Path, work: Path, cache: Path, log: Path, workers: int) -> dict:
+    env = fresh_env(tree, cache, DWSTOK_COMPILE_LOG=str(log))
+    t0 = time.perf_counter()
+    p = subprocess.run(
+        [sys.executable, "-m", "dwstok_cli.main", "build", "demo", "--corpus", str(corpus), "--workdir", str(work), "--workers", str(workers)],
+        env=env, capture_output=True, text=True, cwd=tree,
+    )
+    wall = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"build failed:\n{p.stdout}\n{p.stderr}")
+    notices = [line for line in p.stderr.splitlines() if "compiling kernels" in line]
+    return {"wall_s": wall, "compile_notices": len(notices), "stderr_tail": p.stderr.strip().splitlines()[-3:]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, default=HERE.parent, help="checkout whose dwstok is measured")
+    ap.add_argument("--tag", default="run")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--docs", type=int, default=400, help="documents of dev in the small corpus")
+    ap.add_argument("--workers", type=int, default=2)
+    a = ap.parse_args()
+    tree = a.tree.resolve()
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    res: dict = {"tree": str(tree), "tag": a.tag, "utc": stamp, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory(prefix="dwstok-cold-") as tmp:
+        tmp = Path(tmp)
+        corpus = tmp / "small.parquet"
+        small_corpus(corpus, a.docs)
+        work = tmp / "work"
+        # the build also makes the model that first use loads
+        cache = tmp / "numba-build"
+        cache.mkdir()
+        log = tmp / "compile.log"
+        cold = build(tree, corpus, work, cache, log, a.workers)
+        warm = build(tree, corpus, tmp / "work-warm", cache, tmp / "compile-warm.log", a.workers)
+        lines = [ln.split(maxsplit=2) for ln in log.read_text().splitlines()] if log.exists() else []
+        res["build"] = {
+            "docs": a.docs, "workers": a.workers, "cold": cold, "warm": warm,
+            "compile_wall_s": cold["wall_s"] - warm["wall_s"],
+            "compile_logged_s": sum(float(t) for _, t, _ in lines) if lines else None,
+            "compile_logged_by_kernel": sorted(((n, float(t), int(p)) for p, t, n in lines), key=lambda r: -r[1]),
+            "warm_compile_lines": (tmp / "compile-warm.log").read_text().count("\n") if (tmp / "compile-warm.log").exists() else 0,
+        }
+        model = work / "train" / "model.json"
+        runs = [first_use(tree, model, tmp, k) for k in range(a.repeat)]
+    res["first_use"] = {
+        key: statistics.median([r[key] for r in runs])
+        for key in ("import_s", "load_s", "first_encode_s", "import_to_encode_s")
+    }
+    res["first_use_runs"] = runs
+    out = HERE / "results" / f"cold-start-{stamp}-{a.tag}"
+    out.with_suffix(".json").write_text(json.dumps(res, indent=1))
+    fu = res["first_use"]
+    md = [f"# Cold start ({a.tag}), {stamp} UTC", "",
+          f"Tree {tree}; load average {res['load_average'][0]:.1f} on {res['cpus']} CPUs; empty NUMBA_CACHE_DIR, fresh processes, median of {a.repeat}.", "",
+          "| step | seconds |", "| --- | --- |",
+          f"| `import dwstok` | {fu['import_s']:.2f} |", f"| `Tokenizer.load` (demo model) | {fu['load_s']:.2f} |",
+          f"| first `encode` | {fu['first_encode_s']:.2f} |", f"| import to first ids | {fu['import_to_encode_s']:.2f} |", ""]
+    if "build" in res:
+        b = res["build"]
+        md += [f"First `dwstok build demo` on {b['docs']} dev documents, {b['workers']} workers: {b['cold']['wall_s']:.1f} s cold, "
+               f"{b['warm']['wall_s']:.1f} s warm: **{b['compile_wall_s']:.1f} s compiling** (wall)"
+               + (f"; {b['compile_logged_s']:.1f} s of compiles logged across processes" if b["compile_logged_s"] else "")
+               + f"; compile notices printed: {b['cold']['compile_notices']} cold, {b['warm']['compile_notices']} warm.", ""]
+    md += ["Kernels compiled by import + load + first encode (first run, outermost only):", "", "| kernel | s |", "| --- | --- |"]
+    md += [f"| {n} | {t:.2f} |" for n, t, _ in runs[0]["compiles"]]
+    out.with_suffix(".md").write_text("\n".join(md) + "\n")
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()

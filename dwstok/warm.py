@@ -1,0 +1,64 @@
+"""Compile the kernels a first run needs, once, into Numba's disk cache: ``python -m dwstok.warm``.
+
+Numba compiles a kernel on its first call; with ``cache=True`` it keeps the result on
+disk, so only the first run after an install pays (see ``_jit``). ``make setup`` runs
+this so that the first ``encode`` or ``dwstok build`` does not. It trains a tiny model
+in-process and encodes, loads and decodes with it: the same kernels and argument types
+as real use, on a few hundred bytes. With a warm cache it takes about as long as
+loading the kernels does.
+
+>>> seconds = warm()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+_TEXTS = [
+    "Hello world! The year 2026, 1234567 bytes; don't stop.\n",
+    "Grüße aus Köln — ça va? Привет, мир. Ελληνικά.",
+    "你好世界，中文文本。日本語のテキストです。한국어",
+    "def f(x):\n    return x ** 2  # code\n\tend",
+]
+
+
+def warm() -> float:
+    """Run the common kernels once on tiny inputs; return the seconds it took."""
+    from .tokenizer import Tokenizer
+    from .training import train_bpe
+
+    t0 = time.perf_counter()
+    texts = _TEXTS * 8
+    langs = ["en", "de", "zh", "code"] * 8
+    for pattern in ("o200k-rdigits", "o200k"):
+        tok = train_bpe(texts, 400, special_tokens=["<bos>"], pattern=pattern, alpha=0.7, lang=langs, han_coverage=0.5)
+        with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
+            path = Path(d) / "model.json"
+            tok.save(path)
+            tok = Tokenizer.load(path)
+        for t in texts[:4]:
+            ids = tok.encode(t)
+            tok.encode_to_numpy(t)
+            tok.decode(ids)
+        tok.encode_batch(texts, num_threads=1)
+        bufs = [t.encode() for t in texts]
+        offsets = np.zeros(len(bufs) + 1, np.int64)
+        np.cumsum([len(b) for b in bufs], out=offsets[1:])
+        data = np.frombuffer(b"".join(bufs), np.uint8)  # read-only, as Arrow's buffers
+        tok.encode_utf8_batch(data, offsets, num_threads=1)
+        tok.encode_utf8_batch(data.copy(), offsets, num_threads=1)
+    return time.perf_counter() - t0
+
+
+def main() -> None:
+    s = warm()
+    print(f"dwstok: kernels ready ({s:.1f} s)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
