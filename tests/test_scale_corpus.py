@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from bench import scale_corpus
+# Imported by the name bench/scale_sim.py gives it: its kernels' Numba cache records the
+# module's name, so one cache written as ``scale_corpus`` cannot load as ``bench.scale_corpus``.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+import scale_corpus  # noqa: E402
 
 
 def _zipf_text(rng: np.random.Generator, words: list[str], n: int) -> str:

@@ -200,5 +200,5 @@ def test_timings(page, corpus_dir):
         }""",
         text,
     )
-    print("\npage timings (ms):", json.dumps({k: (round(v) if isinstance(v, float) else {a: round(b, 1) for a, b in v.items()}) for k, v in t.items()}))
+    print("\npage timings (ms):", json.dumps({k: (round(v) if isinstance(v, (int, float)) else {a: round(b, 1) for a, b in v.items()}) for k, v in t.items()}))
     assert t["ready_ms"] > 0 and set(t["retype"]) == set(NAMES)
