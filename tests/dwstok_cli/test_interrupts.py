@@ -155,10 +155,11 @@ def test_wait_runs_once_the_holder_is_gone(held, config, tmp_path):
 
 # -- signals ----------------------------------------------------------------------------
 def _start_pretokenize(tmp_path, config) -> Run:
-    corpus = write_corpus(tmp_path / "c")
+    # Shards map on threads of the one process (and the progress Manager, where there is
+    # one): enough text that the map is still running when the first shard reports.
+    corpus = write_corpus(tmp_path / "c", n_files=8, mb=4.0)
     run = Run(dwstok("pretokenize", config, "--corpus", corpus, "--workdir", tmp_path / "w", "--workers", 2))
-    # Mid-map: the progress Manager and both pool workers are up.
-    run.wait_for(lambda: len(run.workers()) >= 3)
+    run.wait_for(lambda: any(" 0/8 shards, " in line or " 1/8 shards, " in line for line in run.err))
     return run
 
 
