@@ -105,7 +105,6 @@ class _CompileNotice:
 
         self.said = os.environ.get("DWSTOK_COMPILE_NOTICE") == "0"
         self.log = os.environ.get("DWSTOK_COMPILE_LOG")
-        self.depth = 0
         self.started = []
 
     def on_start(self, name: str) -> None:
