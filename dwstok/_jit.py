@@ -13,6 +13,16 @@ import numba
 import numpy as np
 
 
+def source_stamp(*folders: Path) -> str:
+    """A hash of the name, size and mtime of every ``*.py`` under ``folders``."""
+    stamp = hashlib.sha256()
+    for folder in folders:
+        for f in sorted(folder.rglob("*.py")):
+            st = f.stat()
+            stamp.update(f"{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}\n".encode())
+    return stamp.hexdigest()
+
+
 def drop_stale_cache(package: Path, sources: list[Path]) -> None:
     """Empty the Numba disk cache of ``package`` and its subpackages when a ``*.py`` under ``sources`` changed.
 
@@ -24,20 +34,16 @@ def drop_stale_cache(package: Path, sources: list[Path]) -> None:
     cache in ``__pycache__`` is checked; one under ``NUMBA_CACHE_DIR`` is not. A folder we
     cannot write (an installed copy) is left as it is.
     """
-    stamp = hashlib.sha256()
-    for folder in sources:
-        for f in sorted(folder.rglob("*.py")):
-            st = f.stat()
-            stamp.update(f"{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}\n".encode())
+    stamp = source_stamp(*sources)
     cache = package / "__pycache__"
     mark = cache / "kernels.stamp"
     try:
-        if mark.exists() and mark.read_text() == stamp.hexdigest():
+        if mark.exists() and mark.read_text() == stamp:
             return
         for f in [*package.rglob("__pycache__/*.nbi"), *package.rglob("__pycache__/*.nbc")]:
             f.unlink(missing_ok=True)
         cache.mkdir(exist_ok=True)
-        mark.write_text(stamp.hexdigest())
+        mark.write_text(stamp)
     except OSError:
         pass
 

@@ -13,11 +13,10 @@ once every character is complete (a token can end in the middle of a UTF-8 seque
 from __future__ import annotations
 
 import codecs
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
-from .bpe.tables import BpeTables, decode_ids
 from .errors import DwstokError
 
 
@@ -84,8 +83,8 @@ class DecodeStream:
     ``errors="strict"`` and becomes U+FFFD under ``errors="replace"``.
     """
 
-    def __init__(self, tables: BpeTables, valid: np.ndarray, errors: str = "strict"):
-        self._tables = tables
+    def __init__(self, decode: Callable[[np.ndarray], bytes], valid: np.ndarray, errors: str = "strict"):
+        self._decode = decode  # checked ids -> their bytes
         self._valid = valid
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors)
         self._ids_fed = 0
@@ -93,12 +92,12 @@ class DecodeStream:
     def feed(self, token_id: int) -> str:
         ids = check_ids([token_id], self._valid)
         self._ids_fed += 1
-        return self._decoder.decode(decode_ids(ids, self._tables))
+        return self._decoder.decode(self._decode(ids))
 
     def feed_many(self, ids: Iterable[int]) -> str:
         arr = check_ids(list(ids) if not isinstance(ids, np.ndarray) else ids, self._valid)
         self._ids_fed += arr.size
-        return self._decoder.decode(decode_ids(arr, self._tables))
+        return self._decoder.decode(self._decode(arr))
 
     step = feed  # the name HF tokenizers' DecodeStream uses
 

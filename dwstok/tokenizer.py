@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from . import bpe, model_file
+from . import bpe, kernel_cache, model_file
 from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
 from .errors import DwstokError, ModelFileError, PatternMismatchError
 from .patterns import resolve
@@ -193,23 +193,71 @@ class Tokenizer:
                     f"merge ({left}, {right}) -> {new} is inconsistent: {tokens[left]!r} + {tokens[right]!r}"
                     f" is not {tokens[new]!r}"
                 )
-        tables = bpe.build_tables(
-            tokens, m[:, 0], m[:, 1], m[:, 2], rule=merge_rule, skip=special_ids | {i for i, t in enumerate(tokens) if not t}
-        )
-        # The kernels take the tables as one array (one argument to unbox per call, not 11);
-        # ``_tables`` is views of it, so the arrays are held once.
-        self._packed = bpe.pack_tables(tables)
         self._scanner = get_scanner(self.pattern)
         self._set_runtime()
+        # The kernels' tables now if the kernels are compiled; else on the first call
+        # that needs them (while they compile, HF tokenizers encodes: kernel_cache.py).
+        self._native_now()
 
-    def _set_runtime(self) -> None:
-        """What encoding needs beyond the model: views of the tables, caches, the fused path."""
-        self._packed = bpe.on_huge_pages(self._packed)  # an unpickled copy starts anywhere
-        self._tables = bpe.unpack_tables(self._packed)
-        sc = self._scanner
-        self._fused = (sc.kind, sc.table, self._packed) if sc.kind >= 0 else None
+    def _set_runtime(self, packed: np.ndarray | None = None) -> None:
+        """What encoding needs beyond the model: caches, and the kernels' tables if
+        ``packed`` is given."""
         self._special_res: dict[frozenset, re.Pattern] = {}
         self._caches = _CachePool()
+        self._bridge = None
+        self._bridge_tried = False
+        self._native_lock = threading.Lock()
+        self._native: tuple | None = None
+        if packed is not None:
+            self._set_native(packed)
+
+    def _set_native(self, packed: np.ndarray) -> None:
+        # The kernels take the tables as one array (one argument to unbox per call, not 11);
+        # the tables are views of it, so the arrays are held once.
+        packed = bpe.on_huge_pages(packed)  # an unpickled copy starts anywhere
+        sc = self._scanner
+        fused = (sc.kind, sc.table, packed) if sc.kind >= 0 else None
+        self._native = (packed, bpe.unpack_tables(packed), fused)
+
+    def _kernels(self) -> tuple:
+        """``(packed tables, tables, fused-path arguments)`` for the kernels, built on
+        first use, after waiting for a background compile that is under way."""
+        with self._native_lock:
+            if self._native is None:
+                if not kernel_cache.usable():
+                    kernel_cache.wait()
+                special_ids = set(self.special_tokens.values())
+                m = self._merge_ids
+                skip = special_ids | {i for i, t in enumerate(self._tokens) if not t}
+                tables = bpe.build_tables(self._tokens, m[:, 0], m[:, 1], m[:, 2], rule=self.merge_rule, skip=skip)
+                self._set_native(bpe.pack_tables(tables))
+        return self._native
+
+    def _native_now(self) -> tuple | None:
+        """:meth:`_kernels` if the kernels can run without a long compile, else None."""
+        if self._native is None and kernel_cache.usable():
+            return self._kernels()
+        return self._native
+
+    def _hf(self):
+        """The HF bridge (hf_bridge.py) for encoding while the kernels compile, or None."""
+        if not self._bridge_tried:
+            from .hf_bridge import HfBridge
+
+            try:
+                self._bridge = HfBridge.for_tokenizer(self)
+            except Exception:  # noqa: BLE001 - any failure means: no bridge, use the kernels
+                self._bridge = None
+            self._bridge_tried = True
+        return self._bridge
+
+    @property
+    def _packed(self) -> np.ndarray:
+        return self._kernels()[0]
+
+    @property
+    def _tables(self) -> bpe.BpeTables:
+        return self._kernels()[1]
 
     # ------------------------------------------------------------------ constructors
 
@@ -444,14 +492,18 @@ class Tokenizer:
         # pickled view is a copy), the piece caches, nor the scanner: its tables (1.1 MB
         # for o200k) come from the pattern, once per process.
         state = dict(self.__dict__)
-        for k in ("_caches", "_tables", "_fused", "_special_res", "_scanner", "_pyints"):
+        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_pyints"):
             state.pop(k, None)
+        state["_packed_tables"] = self._native[0] if self._native is not None else None
         return state
 
     def __setstate__(self, state: dict) -> None:
+        packed = state.pop("_packed_tables", None)
         self.__dict__.update(state)
         self._scanner = get_scanner(self.pattern)
-        self._set_runtime()
+        self._set_runtime(packed)
+        if packed is None:
+            self._native_now()
 
     def __repr__(self) -> str:
         return (
@@ -464,10 +516,16 @@ class Tokenizer:
     def _encode_bytes(self, buf: bytes) -> np.ndarray:
         if not buf:
             return np.zeros(0, np.uint32)
-        if self._fused is None:
+        native = self._native or self._native_now()
+        if native is None:
+            bridge = self._hf()
+            if bridge is not None:
+                return bridge.encode_bytes(buf)
+            native = self._kernels()
+        if native[2] is None:
             arr = np.frombuffer(buf, np.uint8)
-            return bpe.encode_bounds(arr, self._scanner.bounds(arr), self._packed)
-        kind, table, tables = self._fused
+            return bpe.encode_bounds(arr, self._scanner.bounds(arr), native[0])
+        kind, table, tables = native[2]
         cache = self._caches.take(len(buf))
         try:
             return bpe._encode_fused(kind, table, buf, tables, cache)  # bytes as they are
@@ -639,6 +697,13 @@ class Tokenizer:
         n_docs = offsets.size - 1
         if n_docs == 0:
             return
+        kernels = self._native or self._native_now()
+        if kernels is None and self._hf() is not None:  # compiling: HF, on its own threads
+            done = self._bridge.encode_docs(data, offsets, 0, n_docs)
+            if done is not None:
+                yield done
+                return
+        kernels = kernels or self._kernels()
         native = self._scanner.kind >= 0
         if not native:  # the regex fallback scans in Python, before the threads start
             bounds, doc_bidx = self._batch_bounds(data, offsets)
@@ -659,11 +724,11 @@ class Tokenizer:
                 sc = self._scanner
                 cache = self._caches.take(int(offsets[d1] - offsets[d0]))
                 try:
-                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, self._packed, cache, out, out_doc)
+                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
                 finally:
                     self._caches.give(cache)
             else:
-                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, self._packed, out, out_doc)
+                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
             out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
             return out, out_doc
 
@@ -729,7 +794,13 @@ class Tokenizer:
 
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes of ``ids`` (a special gives its name)."""
-        return bpe.decode_ids(check_ids(_as_array(ids), self._valid), self._tables)
+        return self._decode_checked(check_ids(_as_array(ids), self._valid))
+
+    def _decode_checked(self, ids: np.ndarray) -> bytes:
+        native = self._native or self._native_now()
+        if native is None:  # the kernels are compiling: no need to wait for them
+            return b"".join(map(self._tokens.__getitem__, ids.tolist()))
+        return bpe.decode_ids(ids, native[1])
 
     def decode(self, ids: Iterable[int], *, errors: str = "strict", skip_special_tokens: bool = False) -> str:
         """The text of ``ids``; a special gives its name unless ``skip_special_tokens``.
@@ -752,7 +823,7 @@ class Tokenizer:
         """A :class:`DecodeStream` to ``feed(id)`` one id at a time; given ``ids``, an
         iterator over the text as characters complete.
         """
-        stream = DecodeStream(self._tables, self._valid, errors)
+        stream = DecodeStream(self._decode_checked, self._valid, errors)
         return stream if ids is None else iter_decode(stream, ids)
 
 

@@ -2,7 +2,8 @@
 
 Numba compiles a kernel on its first call; with ``cache=True`` it keeps the result on
 disk, so only the first run after an install pays (see ``_jit``). ``make setup`` runs
-this so that the first ``encode`` or ``dwstok build`` does not. It trains a tiny model
+this so that the first ``encode`` or ``dwstok build`` does not; a Tokenizer that finds
+the cache cold starts ``python -m dwstok.warm --background`` (kernel_cache.py). It trains a tiny model
 in-process and encodes, loads and decodes with it: the same kernels and argument types
 as real use, on a few hundred bytes. With a warm cache it takes about as long as
 loading the kernels does.
@@ -29,8 +30,11 @@ _TEXTS = [
 
 def warm() -> float:
     """Run the common kernels once on tiny inputs; return the seconds it took."""
+    from . import kernel_cache
     from .tokenizer import Tokenizer
     from .training import train_bpe
+
+    kernel_cache.compile_here()  # the point of this run: no HF bridge, no second warm run
 
     t0 = time.perf_counter()
     texts = _TEXTS * 8
@@ -56,7 +60,12 @@ def warm() -> float:
 
 
 def main() -> None:
+    from . import kernel_cache
+
+    if "--background" in sys.argv[1:]:  # started by kernel_cache: under its lock, quiet
+        sys.exit(kernel_cache.background_main(warm))
     s = warm()
+    kernel_cache.mark_ready()
     print(f"dwstok: kernels ready ({s:.1f} s)", file=sys.stderr)
 
 

@@ -274,9 +274,13 @@ _SELF_CHECK = (
 
 
 def self_check(tok, out_dir: str | Path, text: str = _SELF_CHECK) -> list[str]:
-    """Encode ``text`` with dwstok and with each exported file; names of those that differ."""
-    want = tok.encode(text)
-    bad = []
+    """Encode ``text`` with BPE from its definition (dwstok.reference: plain Python, so a
+    first export compiles no kernel), the model and each exported file; names of those
+    that differ."""
+    from dwstok import reference
+
+    want = reference.encode(tok, text)
+    bad = [] if tok.encode(text) == want else ["dwstok's encoder"]
     if load_hf(out_dir).encode(text, add_special_tokens=False).ids != want:
         bad.append(HF_FILE)
     try:
@@ -326,8 +330,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         bad = self_check(tok, staging.dir)
     if bad:
         raise ModelFileError(
-            f"exported {', '.join(bad)} encode differently from the model; "
-            "this is a bug in dwstok's exporter, please report it"
+            f"{', '.join(bad)} encode a check text differently from the model's merges applied"
+            " by their definition (dwstok.reference); this is a bug in dwstok, please report it"
         )
     executor.progress.note(f"{STAGE}: wrote {', '.join(sorted(outputs))} to {out_dir}")
     trap = chat_template_trap(config.export, tok.special_tokens)

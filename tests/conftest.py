@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+# The suite tests the kernels: a cold cache compiles them in the test's process, never
+# encodes through the HF bridge meanwhile (tests/dwstok/test_first_use.py tests that path).
+os.environ.setdefault("DWSTOK_COMPILE", "foreground")
+
 # One search for the shared folder, used by the benchmarks too.
 from bench.paths import SHARED
 

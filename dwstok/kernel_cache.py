@@ -1,0 +1,224 @@
+"""Whether the kernels are compiled yet, and compiling them in the background.
+
+With an empty Numba cache the kernels take minutes to compile (a fresh CI runner, a new
+venv, a new Ray node). Rather than sit through that on the first ``encode``, a
+Tokenizer encodes through HF tokenizers (the same ids: see hf_bridge.py) while one
+``python -m dwstok.warm --background`` per cache folder compiles everything into the
+cache, then switches to the kernels. ``DWSTOK_COMPILE=foreground`` turns this off:
+the first call compiles what it needs, in the calling process.
+
+The cache folder holds two files of ours: ``kernels.ready`` (written last by a warm run
+that succeeded; it names the sources, Numba and the CPU the kernels were compiled for)
+and ``kernels.lock`` (held by the warm run while it compiles).
+
+>>> state() in ("ready", "compiling", "cold")  # doctest: +SKIP
+True
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+MODES = ("background", "foreground")
+_CHECK_EVERY = 0.25  # seconds between looks at the cache folder while kernels compile
+
+_lock = threading.Lock()
+_ready = False  # this process knows the kernels are compiled (or compiles them itself)
+_last_look = 0.0
+_spawned: subprocess.Popen | None = None
+
+
+def mode() -> str:
+    """``DWSTOK_COMPILE``: ``background`` (the default) or ``foreground``."""
+    m = os.environ.get("DWSTOK_COMPILE", "background").strip().lower() or "background"
+    if m not in MODES:
+        from .errors import ConfigError
+
+        raise ConfigError(f"DWSTOK_COMPILE={m!r}: expected one of {', '.join(MODES)}")
+    return m
+
+
+@lru_cache(maxsize=1)
+def cache_dir() -> Path | None:
+    """The folder Numba caches dwstok's kernels in (as its locators pick it), or None."""
+    from numba.core import caching
+
+    from . import _jit
+
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl", None)
+    for cls in getattr(impl, "_locator_classes", []):
+        loc = cls.from_function(mode, _jit.__file__)  # any plain function of ours
+        if loc is not None:
+            return Path(loc.get_cache_path())
+    return None
+
+
+@lru_cache(maxsize=1)
+def _mark_text() -> str:
+    """What ``kernels.ready`` says when it is current: the sources' stamp, Numba's
+    version and the CPU (Numba keys its cache on the CPU too)."""
+    import llvmlite.binding as llvm
+    import numba
+
+    from . import _jit
+
+    cpu = os.environ.get("NUMBA_CPU_NAME") or llvm.get_host_cpu_name()
+    return f"{_jit.source_stamp(Path(_jit.__file__).parent)} numba {numba.__version__} {cpu}\n"
+
+
+def _paths() -> tuple[Path, Path] | None:
+    d = cache_dir()
+    return None if d is None else (d / "kernels.ready", d / "kernels.lock")
+
+
+def mark_ready() -> None:
+    """Say the kernels are compiled (a warm run calls this last)."""
+    p = _paths()
+    if p is None:
+        return
+    tmp = p[0].with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(_mark_text())
+    os.replace(tmp, p[0])
+
+
+def _marked() -> bool:
+    p = _paths()
+    try:
+        return p is not None and p[0].read_text() == _mark_text()
+    except OSError:
+        return False
+
+
+def state() -> str:
+    """``ready`` (compiled, for these sources), ``compiling`` (a warm run holds the
+    lock) or ``cold``."""
+    if _marked():
+        return "ready"
+    p = _paths()
+    if p is None:
+        return "cold"
+    lock = FileLock(p[1])
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return "compiling"
+    except OSError:  # a read-only cache: nobody compiles there
+        return "cold"
+    lock.release()
+    return "cold"
+
+
+def usable() -> bool:
+    """True when a kernel call will not wait for a compile of minutes: the kernels are
+    in the cache, or this process compiles them itself (foreground mode, or the
+    background compile failed). Otherwise start the background compile (once) and
+    return False. Cheap: the folder is looked at every ``_CHECK_EVERY`` seconds at most.
+    """
+    global _ready, _last_look, _spawned
+    if _ready:
+        return True
+    now = time.monotonic()
+    if now - _last_look < _CHECK_EVERY:
+        return False
+    with _lock:
+        if _ready:
+            return True
+        _last_look = now
+        import numba
+
+        if numba.config.DISABLE_JIT or mode() == "foreground":
+            _ready = True
+            return True
+        s = state()
+        if s == "ready":
+            _ready = True
+        elif s == "cold":
+            if _spawned is None:
+                _spawned = _start_background()
+                if _spawned is None:  # could not start one: compile here
+                    _ready = True
+            elif _spawned.poll() is not None:  # it ended without compiling everything
+                print(f"dwstok: the background compile ended (exit {_spawned.returncode}; log: {_log_path()}); "
+                      "compiling kernels in this process", file=sys.stderr, flush=True)
+                _ready = True
+        return _ready
+
+
+def compile_here() -> None:
+    """Let this process's kernel calls compile what the cache lacks, in the process."""
+    global _ready
+    _ready = True
+
+
+def wait() -> None:
+    """Wait for a background compile that is under way (then its kernels load from the
+    cache instead of compiling twice); return at once when there is none."""
+    global _ready
+    p = _paths()
+    if p is not None and state() == "compiling":
+        print("dwstok: waiting for the kernels that compile in the background (once per install)", file=sys.stderr, flush=True)
+        try:
+            with FileLock(p[1]):
+                pass
+        except OSError:
+            pass
+    _ready = True
+
+
+def _log_path() -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / "kernels.log"
+
+
+def _start_background() -> subprocess.Popen | None:
+    """``python -m dwstok.warm --background`` in its own session (it outlives this
+    process if it must, and a Ctrl-C here does not stop it), quiet, at a lower priority."""
+    log = _log_path()
+    if log is None:
+        return None
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as err:
+            env = dict(os.environ, DWSTOK_COMPILE="foreground", DWSTOK_COMPILE_NOTICE="0")
+            p = subprocess.Popen(
+                [sys.executable, "-m", "dwstok.warm", "--background"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
+                start_new_session=True, close_fds=True,
+            )
+    except OSError:
+        return None
+    print(f"dwstok: compiling kernels in the background (pid {p.pid}), once per install; "
+          "encoding through HF tokenizers (the same ids) until they are ready", file=sys.stderr, flush=True)
+    return p
+
+
+def background_main(run) -> int:
+    """Body of ``python -m dwstok.warm --background``: run ``run()`` under the lock and
+    mark the kernels ready; exit 0 at once if another warm run holds the lock."""
+    p = _paths()
+    if p is None:
+        return 1
+    try:
+        os.nice(10)  # the process that waits for us comes first
+    except OSError:
+        pass
+    lock = FileLock(p[1])
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return 0
+    try:
+        if not _marked():
+            run()
+            mark_ready()
+    finally:
+        lock.release()
+    return 0
