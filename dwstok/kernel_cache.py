@@ -34,6 +34,7 @@ _lock = threading.Lock()
 _ready = False  # this process knows the kernels are compiled (or compiles them itself)
 _last_look = 0.0
 _spawned: subprocess.Popen | None = None
+_spawned_by = 0  # the pid that started it: a forked child cannot wait for its parent's child
 
 
 def mode() -> str:
@@ -122,7 +123,7 @@ def usable() -> bool:
     background compile failed). Otherwise start the background compile (once) and
     return False. Cheap: the folder is looked at every ``_CHECK_EVERY`` seconds at most.
     """
-    global _ready, _last_look, _spawned
+    global _ready, _last_look, _spawned, _spawned_by
     if _ready:
         return True
     now = time.monotonic()
@@ -141,8 +142,10 @@ def usable() -> bool:
         if s == "ready":
             _ready = True
         elif s == "cold":
+            if _spawned is not None and _spawned_by != os.getpid():
+                _spawned = None  # forked: start one (it steps aside if the first one runs)
             if _spawned is None:
-                _spawned = _start_background()
+                _spawned, _spawned_by = _start_background(), os.getpid()
                 if _spawned is None:  # could not start one: compile here
                     _ready = True
             elif _spawned.poll() is not None:  # it ended without compiling everything

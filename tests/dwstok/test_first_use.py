@@ -221,3 +221,25 @@ def test_a_cold_cache_encodes_at_once_then_switches_to_the_kernels(tmp_path):
     second = subprocess.run([sys.executable, "-c", FIRST, str(model)], env=e, capture_output=True, text=True, timeout=600)
     assert second.stdout.startswith("False ") and second.stdout.split(" ", 1)[1] == first.stdout.split(" ", 1)[1]
     assert "compiling" not in second.stderr, second.stderr
+
+
+KILLED = """
+import os, signal, sys, time
+from dwstok import kernel_cache as k
+assert k.usable() is False
+child = k._spawned
+os.kill(child.pid, signal.SIGKILL)
+child.wait()
+time.sleep(k._CHECK_EVERY + 0.05)
+print(k.state(), k.usable())
+"""
+
+
+def test_a_killed_background_compile_leaves_no_mark_and_this_process_compiles(tmp_path):
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    out = _in_fresh_cache(KILLED, cache)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["cold", "True"]  # no mark, no lock held; compile here
+    assert "compiling kernels in the background" in out.stderr
+    assert "the background compile ended (exit -9" in out.stderr
