@@ -4,6 +4,7 @@ the model is pinned, 1 vs 2 workers give the same bytes, up to date and resume."
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pyarrow as pa
@@ -197,3 +198,28 @@ def test_invalid_utf8_error_skip_replace_and_old_result_kept(work, tok):
     assert m.counts["replaced_docs"] == 1 and m.counts["docs"] == 3
     r = ShardReader(work / "encode-shards")
     assert tok.decode(r.doc(1).tolist()) == "bad \ufffd byte"
+
+
+def test_same_bytes_while_the_kernels_compile(work, tmp_path, monkeypatch):
+    # A cold Numba cache: the stage's Tokenizer encodes through the HF bridge meanwhile;
+    # the shards must be the same bytes as the kernels write.
+    from dwstok import kernel_cache
+
+    files, texts, _ = corpus_files(tmp_path / "corpus")
+    run(work, [str(tmp_path / "corpus")], workers=2)
+    want = {f.name: f.read_bytes() for f in (work / "encode-shards").glob("part-*")}
+    cold = tmp_path / "cold"
+    cold.mkdir()
+    shutil.copytree(work / "train", cold / "train")
+    encode_shards._load_cached.cache_clear()  # a Tokenizer loaded now, while "compiling"
+    monkeypatch.setattr(kernel_cache, "usable", lambda: False)
+    monkeypatch.setattr(kernel_cache, "wait", lambda: pytest.fail("the stage waited for the kernels"))
+    from dwstok.hf_bridge import HfBridge
+
+    bridged = []
+    real = HfBridge.encode_docs
+    monkeypatch.setattr(HfBridge, "encode_docs", lambda self, *a: bridged.append(1) or real(self, *a))
+    run(cold, [str(tmp_path / "corpus")], workers=2)
+    got = {f.name: f.read_bytes() for f in (cold / "encode-shards").glob("part-*")}
+    assert got == want and len(want) >= 3
+    assert len(bridged) >= 3  # every shard went through the bridge
