@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -174,6 +175,31 @@ def wait() -> None:
         except OSError:
             pass
     _ready = True
+
+
+@contextmanager
+def holding_lock():
+    """Hold the compile lock (waiting, with a line on stderr, for a background run at
+    work); a cache folder we cannot lock is not waited for."""
+    p = _paths()
+    if p is None:
+        yield
+        return
+    lock = FileLock(p[1])
+    try:
+        p[1].parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            print("dwstok: waiting for the kernels that compile in the background", file=sys.stderr, flush=True)
+            lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _log_path() -> Path | None:

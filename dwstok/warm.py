@@ -8,6 +8,9 @@ in-process and encodes, loads and decodes with it: the same kernels and argument
 as real use, on a few hundred bytes. With a warm cache it takes about as long as
 loading the kernels does.
 
+    python -m dwstok.warm            # compile (after a background run under way, if any)
+    python -m dwstok.warm --status   # ready | compiling | cold, and the cache folder
+
 >>> seconds = warm()  # doctest: +SKIP
 """
 
@@ -62,10 +65,15 @@ def warm() -> float:
 def main() -> None:
     from . import kernel_cache
 
-    if "--background" in sys.argv[1:]:  # started by kernel_cache: under its lock, quiet
+    args = sys.argv[1:]
+    if "--status" in args:
+        print(f"{kernel_cache.state()} {kernel_cache.cache_dir()}")
+        return
+    if "--background" in args:  # started by kernel_cache: under its lock, quiet
         sys.exit(kernel_cache.background_main(warm))
-    s = warm()
-    kernel_cache.mark_ready()
+    with kernel_cache.holding_lock():  # after a background run, if one is at work
+        s = warm()
+        kernel_cache.mark_ready()
     print(f"dwstok: kernels ready ({s:.1f} s)", file=sys.stderr)
 
 

@@ -243,3 +243,28 @@ def test_a_killed_background_compile_leaves_no_mark_and_this_process_compiles(tm
     assert out.stdout.split() == ["cold", "True"]  # no mark, no lock held; compile here
     assert "compiling kernels in the background" in out.stderr
     assert "the background compile ended (exit -9" in out.stderr
+
+
+WAITS = """
+import subprocess, sys, time
+from dwstok import kernel_cache as k
+lock = k._paths()[1]
+lock.parent.mkdir(parents=True, exist_ok=True)
+holder = subprocess.Popen([sys.executable, "-c",
+    f"from filelock import FileLock\\nimport time\\nwith FileLock({str(lock)!r}):\\n    print('held', flush=True)\\n"
+    f"    time.sleep(1)\\n    open({str(lock)!r} + '.done', 'w').close()\\n"],
+    stdout=subprocess.PIPE, text=True)
+assert holder.stdout.readline().strip() == "held"
+print(k.state())
+with k.holding_lock():
+    print("got it after the holder:", lock.with_suffix(".lock.done").exists())
+"""
+
+
+def test_a_foreground_warm_waits_for_the_background_one(tmp_path):
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    out = _in_fresh_cache(WAITS, cache)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == ["compiling", "got it after the holder: True"]
+    assert "waiting for the kernels that compile in the background" in out.stderr
