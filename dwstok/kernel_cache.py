@@ -217,6 +217,9 @@ def _start_background() -> subprocess.Popen | None:
         log.parent.mkdir(parents=True, exist_ok=True)
         with open(log, "ab") as err:
             env = dict(os.environ, DWSTOK_COMPILE="foreground", DWSTOK_COMPILE_NOTICE="0")
+            # the same dwstok as this process's, however it came on sys.path
+            home = str(Path(__file__).resolve().parent.parent)
+            env["PYTHONPATH"] = os.pathsep.join(filter(None, [home, env.get("PYTHONPATH")]))
             p = subprocess.Popen(
                 [sys.executable, "-m", "dwstok.warm", "--background"],
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
