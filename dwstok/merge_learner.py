@@ -504,14 +504,17 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             n_pairs, hn, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best,
                                          tstart, tlen, tbytes)
             need = n_pairs + 2 * c + 2
-            if need > pl.shape[0]:
+            # Grow unless the collection freed a quarter of the room: late in training
+            # few pairs are spent, and collecting again and again for a few hundred
+            # pairs each time (O(pairs) each) cost more than the merges between them.
+            if 4 * need > 3 * pl.shape[0]:
                 pl = _grow(pl, need)
                 pr = _grow(pr, need)
                 pc = _grow(pc, need)
                 seg_start = _grow(seg_start, need)
                 seg_len = _grow(seg_len, need)
             size = table.shape[0]
-            while 2 * need > size:  # keep the load factor under 1/2
+            while 8 * need > 3 * size:  # under 1/2 until the next collection, with room to spare
                 size *= 2
             table = _rehash(size, pl, pr, pc, n_pairs)
             n_table = n_pairs
