@@ -43,6 +43,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ._intrinsics import prefetch
 from ._jit import njit
 from .errors import ConfigError, InputError
 
@@ -235,6 +236,16 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
     for this step's new pairs.
     """
     while e < e_end:
+        # The listed pieces lie scattered over the id buffer: ask for the lengths,
+        # offsets and weights of the piece 16 ahead, then for the ids of the one 8
+        # ahead (its offset asked for 8 pieces ago), so the memory waits overlap.
+        if e + 16 < e_end:
+            w16 = occ[e + 16]
+            prefetch(plen, w16)
+            prefetch(offsets, w16)
+            prefetch(weights, w16)
+        if e + 8 < e_end:
+            prefetch(ids, offsets[occ[e + 8]] - off0)
         w = occ[e]
         n = plen[w]
         if n_occ_new + n > new_pair.shape[0]:
