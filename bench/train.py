@@ -113,13 +113,14 @@ def child(tool: str, corpus: Path) -> dict:
     return out
 
 
-def _run_wait4(cmd: list[str], env: dict) -> tuple[float, float, int, str, str]:
+def _run_wait4(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, int, str, str]:
     """(wall s, peak RSS MB, exit code, stdout, stderr) of one process, its peak RSS from
     GNU time (a child forked from this process would inherit this process's high-water
     mark across exec, so the RSS is measured under the small ``time`` process)."""
     with tempfile.NamedTemporaryFile("r") as rss, tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], env=env, stdout=fo, stderr=fe, text=True)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], env=env, stdout=fo, stderr=fe, text=True,
+                           cwd=cwd)
         wall = time.perf_counter() - t0
         fo.seek(0)
         fe.seek(0)
@@ -137,11 +138,13 @@ def run_cli(corpus: Path, work: Path, tool: str = "dwstok-cli", root: Path = ROO
         import shutil
 
         shutil.rmtree(wd)
-    out: dict = {"tool": tool, "stages": {}}
+    # `python -m` puts the working folder ahead of PYTHONPATH: run from `root`, or an
+    # @base row started in this checkout imports this checkout's code.
+    out: dict = {"tool": tool, "stages": {}, "dwstok": _imported(env, root)}
     opts = [str(config), "--corpus", str(corpus), "--workdir", str(wd), "--workers", "2", "--json", "-q"]
     if tool.startswith("dwstok-build"):
         cmd = [sys.executable, "-m", "dwstok_cli.main", "build", "--until", STAGES[-1], *opts]
-        wall, rss, code, so, se = _run_wait4(cmd, env)
+        wall, rss, code, so, se = _run_wait4(cmd, env, root)
         if code != 0:
             raise RuntimeError(f"dwstok build failed ({code}):\n{se[-3000:]}")
         recs = json.loads(so)["stages"]
@@ -154,7 +157,7 @@ def run_cli(corpus: Path, work: Path, tool: str = "dwstok-cli", root: Path = ROO
     else:
         for stage in STAGES:
             cmd = [sys.executable, "-m", "dwstok_cli.main", stage, *opts]
-            wall, rss, code, so, se = _run_wait4(cmd, env)
+            wall, rss, code, so, se = _run_wait4(cmd, env, root)
             if code != 0:
                 raise RuntimeError(f"dwstok {stage} failed ({code}):\n{se[-3000:]}")
             [rec] = json.loads(so)["stages"]
@@ -174,6 +177,13 @@ def run_cli(corpus: Path, work: Path, tool: str = "dwstok-cli", root: Path = ROO
 
         out["model_sha256"] = hashlib.sha256(model.read_bytes()).hexdigest()
     return out
+
+
+def _imported(env: dict, root: Path) -> str:
+    """The folder of the dwstok package that a command run as ``run_cli`` runs it imports."""
+    code = "import dwstok, os; print(os.path.dirname(os.path.dirname(dwstok.__file__)))"
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    return p.stdout.strip()
 
 
 def run_peer(tool: str, corpus: Path) -> dict:
@@ -215,6 +225,7 @@ def summarise(runs: dict) -> dict:
                     for st in STAGES
                 }
                 s[tool]["model_sha256"] = sorted({r["model_sha256"] for r in rs})
+                s[tool]["dwstok"] = sorted({r.get("dwstok", "") for r in rs})
         rb = s.get("rustbpe", {}).get("wall_s")
         if rb:
             for tool in s:
@@ -267,6 +278,9 @@ def markdown(summary: dict, meta: dict) -> str:
             same.append(f"{size} MB: " + (f"all equal ({next(iter(shas))[:16]})" if len(shas) == 1 else f"DIFFER {sorted(shas)}"))
     if same:
         lines += ["", "model.json sha256, all dwstok rows: " + "; ".join(same)]
+    ran = sorted({(t, x) for s in summary.values() for t, d in s.items() if t.startswith("dwstok") for x in d["dwstok"]})
+    if ran:
+        lines += ["", "Code each row imported: " + ", ".join(f"{t} {x}" for t, x in ran)]
     return "\n".join(lines) + "\n"
 
 
