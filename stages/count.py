@@ -95,7 +95,6 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             on_part=lambda n: executor.progress.advance(bytes=n, items=1),
             sizes=sizes,
             on_split_done=executor.progress.finish,
-            threads=executor.workers if executor.name == "local" else 1,
         )
     pruning = None
 

@@ -105,13 +105,12 @@ def reduce_partitioned(
     on_part: Callable[[int], None] | None = None,
     sizes: list[int] | None = None,
     on_split_done: Callable[[], None] | None = None,
-    threads: int = 1,
 ) -> list[dict[str, Any]]:
     """Reduce every (piece, language) row of the shards in ``k`` range partitions spilled
     under ``spill_dir``; return one record per partition, in piece order (``write_pieces``
     reads them). With an ``executor``, the partitions are reduced as its tasks (locally on
     threads; on Ray, on the cluster: the spill folder must then be visible to the workers,
-    as the stage folders already are). ``threads``: shards split at once in this process."""
+    as the stage folders already are)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
@@ -126,60 +125,28 @@ def reduce_partitioned(
     rows_files = [spill_dir / f"rows-{i:04d}.arrow" for i in range(k)]
     sinks = [pa.OSFile(str(p), "wb") for p in rows_files]
     writers = [ipc.new_stream(s, schema) for s in sinks]
-
-    def split(path: Path) -> list[tuple[int, Any]]:
-        """One shard's rows as (partition, rows) slices."""
-        t = read_table(path)
-        out = []
-        # A slice at a time: the copies below (wider offsets, the partition order)
-        # stay bounded however many rows one shard holds.
-        for start in range(0, t.num_rows, SPLIT_ROWS):
-            part = t.slice(start, SPLIT_ROWS)
-            piece = part.column("piece").cast(pa.large_binary())
-            lid = pc.index_in(part.column("lang"), value_set=value_set).cast(pa.int32())
-            rows = pa.table({"piece": piece, "lang": lid, "count": part.column("count").cast(pa.int64())}, schema=schema)
-            if k == 1:
-                out.append((0, rows))
-                continue
-            ids = partition_ids(piece, cuts)
-            order = np.argsort(ids, kind="stable")
-            bounds = np.searchsorted(ids[order], np.arange(k + 1))
-            rows = rows.take(pa.array(order))
-            for i in range(k):
-                if bounds[i + 1] > bounds[i]:
-                    out.append((i, rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i]))))
-        return out
-
-    def shards():
-        """Each shard's slices, in shard order. With threads, the next shards split
-        (Arrow's kernels run outside the GIL) while this one is written, at most
-        ``threads`` at a time. The writer takes them in shard order, so the spill files
-        do not depend on the thread count (nor would the result: each partition is
-        grouped and sorted by its unique (piece, lang) keys)."""
-        if threads <= 1:
-            yield from map(split, paths)
-            return
-        import collections
-        import concurrent.futures as cf
-
-        with cf.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dwstok-split") as pool:
-            window: collections.deque = collections.deque()
-            try:
-                for p in paths:
-                    window.append(pool.submit(split, p))
-                    if len(window) > threads:
-                        yield window.popleft().result()
-                while window:
-                    yield window.popleft().result()
-            finally:
-                for f in window:
-                    f.cancel()
-
     try:
-        for j, slices in enumerate(shards()):
-            for i, rows in slices:
-                writers[i].write_table(rows)
-            slices = rows = None
+        for j, p in enumerate(paths):
+            t = read_table(p)
+            # A slice at a time: the copies below (wider offsets, the partition order)
+            # stay bounded however many rows one shard holds.
+            for start in range(0, t.num_rows, SPLIT_ROWS):
+                part = t.slice(start, SPLIT_ROWS)
+                piece = part.column("piece").cast(pa.large_binary())
+                lid = pc.index_in(part.column("lang"), value_set=value_set).cast(pa.int32())
+                rows = pa.table({"piece": piece, "lang": lid, "count": part.column("count").cast(pa.int64())}, schema=schema)
+                if k == 1:
+                    writers[0].write_table(rows)
+                else:
+                    ids = partition_ids(piece, cuts)
+                    order = np.argsort(ids, kind="stable")
+                    bounds = np.searchsorted(ids[order], np.arange(k + 1))
+                    rows = rows.take(pa.array(order))
+                    for i in range(k):
+                        if bounds[i + 1] > bounds[i]:
+                            writers[i].write_table(rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])))
+                del part, piece, lid, rows
+            del t
             if on_part:
                 on_part(sizes[j] if sizes else 0)
     finally:
