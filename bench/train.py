@@ -8,6 +8,8 @@ their texts already in memory (their wall is the training call only). ``dwstok-c
 runs what users run: ``dwstok pretokenize``, ``count`` and ``train`` as three processes
 with ``--workers 2`` from the Parquet file, artifacts written to disk included; its
 wall is the sum of the three processes' and its peak RSS the largest of them.
+``dwstok-build`` runs the same stages in one process (``dwstok build --until train``),
+and a tool ending in ``@base`` runs on the code at ``--base`` (a before/after in one run).
 
 Corpora: the first N MB of text of train.parquet (``--sizes 20,100,203``), written with
 the source's row-group size, so a slice shards as the whole file does. Tools run
@@ -19,6 +21,7 @@ everything around it (process start, imports, reading, writing).
 
     .venv/bin/python bench/train.py                             # 20, 100, 203 MB, 3 runs
     .venv/bin/python bench/train.py --sizes 20 --repeat 1 --tools dwstok-cli,rustbpe
+    .venv/bin/python bench/train.py --tools dwstok-cli,dwstok-cli@base,dwstok-build,rustbpe --base ../main
     .venv/bin/python bench/train.py --child rustbpe --corpus X.parquet   # one run
 
 Results: ``bench/results/train-<time>.json`` and ``.md``.
@@ -110,13 +113,14 @@ def child(tool: str, corpus: Path) -> dict:
     return out
 
 
-def _run_wait4(cmd: list[str], env: dict) -> tuple[float, float, int, str, str]:
+def _run_wait4(cmd: list[str], env: dict, cwd: Path | None = None) -> tuple[float, float, int, str, str]:
     """(wall s, peak RSS MB, exit code, stdout, stderr) of one process, its peak RSS from
     GNU time (a child forked from this process would inherit this process's high-water
     mark across exec, so the RSS is measured under the small ``time`` process)."""
     with tempfile.NamedTemporaryFile("r") as rss, tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
         t0 = time.perf_counter()
-        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], env=env, stdout=fo, stderr=fe, text=True)
+        p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss.name, *cmd], env=env, stdout=fo, stderr=fe, text=True,
+                           cwd=cwd)
         wall = time.perf_counter() - t0
         fo.seek(0)
         fe.seek(0)
@@ -124,25 +128,41 @@ def _run_wait4(cmd: list[str], env: dict) -> tuple[float, float, int, str, str]:
         return wall, kb / 1024, p.returncode, fo.read(), fe.read()
 
 
-def run_cli(corpus: Path, work: Path) -> dict:
-    """pretokenize, count, train as three ``dwstok`` processes (--workers 2)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_NUM_THREADS="2")
+def run_cli(corpus: Path, work: Path, tool: str = "dwstok-cli", root: Path = ROOT) -> dict:
+    """pretokenize, count, train as three ``dwstok`` processes (--workers 2), or, for
+    ``dwstok-build``, as one ``dwstok build --until train``; ``root``: whose code runs."""
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_NUM_THREADS="2")
     config = ROOT / "configs" / "32.1.yaml"
     wd = work / "w"
     if wd.exists():
         import shutil
 
         shutil.rmtree(wd)
-    out: dict = {"tool": "dwstok-cli", "stages": {}}
-    for stage in STAGES:
-        cmd = [sys.executable, "-m", "dwstok_cli.main", stage, str(config), "--corpus", str(corpus),
-               "--workdir", str(wd), "--workers", "2", "--json", "-q"]
-        wall, rss, code, so, se = _run_wait4(cmd, env)
+    # `python -m` puts the working folder ahead of PYTHONPATH: run from `root`, or an
+    # @base row started in this checkout imports this checkout's code.
+    out: dict = {"tool": tool, "stages": {}, "dwstok": _imported(env, root)}
+    opts = [str(config), "--corpus", str(corpus), "--workdir", str(wd), "--workers", "2", "--json", "-q"]
+    if tool.startswith("dwstok-build"):
+        cmd = [sys.executable, "-m", "dwstok_cli.main", "build", "--until", STAGES[-1], *opts]
+        wall, rss, code, so, se = _run_wait4(cmd, env, root)
         if code != 0:
-            raise RuntimeError(f"dwstok {stage} failed ({code}):\n{se[-3000:]}")
-        [rec] = json.loads(so)["stages"]
-        out["stages"][stage] = {"wall_s": wall, "peak_rss_mb": rss, "stage_s": rec["seconds"],
-                                "timings": rec["timings"], "counts": rec["counts"]}
+            raise RuntimeError(f"dwstok build failed ({code}):\n{se[-3000:]}")
+        recs = json.loads(so)["stages"]
+        # one process: its start-up and imports are charged to the first stage
+        rest = sum(r["seconds"] for r in recs[1:])
+        for rec in recs:
+            out["stages"][rec["stage"]] = {"wall_s": rec["seconds"] if rec is not recs[0] else wall - rest,
+                                           "peak_rss_mb": rss, "stage_s": rec["seconds"],
+                                           "timings": rec["timings"], "counts": rec["counts"]}
+    else:
+        for stage in STAGES:
+            cmd = [sys.executable, "-m", "dwstok_cli.main", stage, *opts]
+            wall, rss, code, so, se = _run_wait4(cmd, env, root)
+            if code != 0:
+                raise RuntimeError(f"dwstok {stage} failed ({code}):\n{se[-3000:]}")
+            [rec] = json.loads(so)["stages"]
+            out["stages"][stage] = {"wall_s": wall, "peak_rss_mb": rss, "stage_s": rec["seconds"],
+                                    "timings": rec["timings"], "counts": rec["counts"]}
     st = out["stages"]
     out["wall_s"] = sum(s["wall_s"] for s in st.values())
     out["peak_rss_mb"] = max(s["peak_rss_mb"] for s in st.values())
@@ -157,6 +177,13 @@ def run_cli(corpus: Path, work: Path) -> dict:
 
         out["model_sha256"] = hashlib.sha256(model.read_bytes()).hexdigest()
     return out
+
+
+def _imported(env: dict, root: Path) -> str:
+    """The folder of the dwstok package that a command run as ``run_cli`` runs it imports."""
+    code = "import dwstok, os; print(os.path.dirname(os.path.dirname(dwstok.__file__)))"
+    p = subprocess.run([sys.executable, "-c", code], env=env, cwd=root, capture_output=True, text=True, check=True)
+    return p.stdout.strip()
 
 
 def run_peer(tool: str, corpus: Path) -> dict:
@@ -183,7 +210,7 @@ def summarise(runs: dict) -> dict:
         for tool, rs in by_tool.items():
             s[tool] = {"wall_s": _median([r["wall_s"] for r in rs]), "peak_rss_mb": max(r["peak_rss_mb"] for r in rs),
                        "runs": len(rs)}
-            if tool == "dwstok-cli":
+            if tool.startswith("dwstok"):
                 s[tool]["kernel_s"] = _median([r["kernel_s"] for r in rs])
                 s[tool]["around_kernel_s"] = _median([r["around_kernel_s"] for r in rs])
                 s[tool]["unique_pieces"] = rs[0]["unique_pieces"]
@@ -198,6 +225,7 @@ def summarise(runs: dict) -> dict:
                     for st in STAGES
                 }
                 s[tool]["model_sha256"] = sorted({r["model_sha256"] for r in rs})
+                s[tool]["dwstok"] = sorted({r.get("dwstok", "") for r in rs})
         rb = s.get("rustbpe", {}).get("wall_s")
         if rb:
             for tool in s:
@@ -213,32 +241,46 @@ def markdown(summary: dict, meta: dict) -> str:
     lines = [f"# Training: dwstok CLI vs rustbpe vs HF ({meta['time']})", "",
              f"`{meta['command']}`; vocab {VOCAB}, o200k, 2 workers / 2 threads; medians of "
              f"{meta['repeat']} interleaved runs; load average at start {meta['load_start']}, "
-             f"at end {meta['load_end']} (2 cores, shared). dwstok wall = the three CLI processes, "
-             "start-up included; peers' wall = their training call, texts in memory.", "",
-             "| corpus | unique pieces | dwstok-cli s | rustbpe s | HF s | dwstok / rustbpe | peak RSS dwstok / rustbpe / HF MB |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             f"at end {meta['load_end']} (2 cores, shared). dwstok-cli wall = the three CLI processes, "
+             "start-up included; dwstok-build = one `dwstok build --until train` process; "
+             "@base = the same on the code at " + str(meta.get("base")) + "; peers' wall = their "
+             "training call, texts in memory.", "",
+             "| corpus | unique pieces | dwstok | dwstok s | rustbpe s | HF s | dwstok / rustbpe | peak RSS dwstok / rustbpe / HF MB |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    f = lambda x, k, fmt="{:.1f}": fmt.format(x[k]) if k in x else "-"  # noqa: E731
     for size, s in summary.items():
-        d, r, h = s.get("dwstok-cli", {}), s.get("rustbpe", {}), s.get("hf", {})
-        f = lambda x, k, fmt="{:.1f}": fmt.format(x[k]) if k in x else "-"  # noqa: E731
-        lines.append(
-            f"| {size} MB | {d.get('unique_pieces', 0):,} | {f(d, 'wall_s')} | {f(r, 'wall_s')} | {f(h, 'wall_s')} | "
-            f"{f(d, 'vs_rustbpe', '{:.2f}x')} | {f(d, 'peak_rss_mb', '{:.0f}')} / {f(r, 'peak_rss_mb', '{:.0f}')} / {f(h, 'peak_rss_mb', '{:.0f}')} |"
-        )
-    lines += ["", "Per stage (dwstok-cli, medians; process wall includes start-up and imports; "
-              "kernel = train's learn_s, inside dwstok.merge_learner):", "",
-              "| corpus | pretokenize s | count s | train s | of which kernel | around the kernel (all stages) | peak RSS pretok / count / train MB | stage timings |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        r, h = s.get("rustbpe", {}), s.get("hf", {})
+        for tool in [t for t in s if t.startswith("dwstok")] or ["dwstok-cli"]:
+            d = s.get(tool, {})
+            lines.append(
+                f"| {size} MB | {d.get('unique_pieces', 0):,} | {tool} | {f(d, 'wall_s')} | {f(r, 'wall_s')} | {f(h, 'wall_s')} | "
+                f"{f(d, 'vs_rustbpe', '{:.2f}x')} | {f(d, 'peak_rss_mb', '{:.0f}')} / {f(r, 'peak_rss_mb', '{:.0f}')} / {f(h, 'peak_rss_mb', '{:.0f}')} |"
+            )
+    lines += ["", "Per stage (medians; process wall includes start-up and imports, for dwstok-build "
+              "charged to pretokenize; kernel = train's learn_s, inside dwstok.merge_learner):", "",
+              "| corpus | dwstok | pretokenize s | count s | train s | of which kernel | around the kernel (all stages) | peak RSS pretok / count / train MB | stage timings |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for size, s in summary.items():
-        d = s.get("dwstok-cli")
-        if not d:
-            continue
-        st = d["stages"]
-        timings = "; ".join(f"{k}: " + ", ".join(f"{n} {v:.2f}" for n, v in st[k]["timings"].items()) for k in STAGES)
-        lines.append(
-            f"| {size} MB | {st['pretokenize']['wall_s']:.2f} | {st['count']['wall_s']:.2f} | {st['train']['wall_s']:.2f} | "
-            f"{d['kernel_s']:.2f} | {d['around_kernel_s']:.2f} | "
-            f"{st['pretokenize']['peak_rss_mb']:.0f} / {st['count']['peak_rss_mb']:.0f} / {st['train']['peak_rss_mb']:.0f} | {timings} |"
-        )
+        for tool in [t for t in s if t.startswith("dwstok")]:
+            d = s[tool]
+            st = d["stages"]
+            timings = "; ".join(f"{k}: " + ", ".join(f"{n} {v:.2f}" for n, v in st[k]["timings"].items()) for k in STAGES)
+            lines.append(
+                f"| {size} MB | {tool} | {st['pretokenize']['wall_s']:.2f} | {st['count']['wall_s']:.2f} | {st['train']['wall_s']:.2f} | "
+                f"{d['kernel_s']:.2f} | {d['around_kernel_s']:.2f} | "
+                f"{st['pretokenize']['peak_rss_mb']:.0f} / {st['count']['peak_rss_mb']:.0f} / {st['train']['peak_rss_mb']:.0f} | {timings} |"
+            )
+    # Every dwstok row, at every worker count and on either code, must build the same model.
+    same = []
+    for size, s in summary.items():
+        shas = {x for t, d in s.items() if t.startswith("dwstok") for x in d["model_sha256"]}
+        if shas:
+            same.append(f"{size} MB: " + (f"all equal ({next(iter(shas))[:16]})" if len(shas) == 1 else f"DIFFER {sorted(shas)}"))
+    if same:
+        lines += ["", "model.json sha256, all dwstok rows: " + "; ".join(same)]
+    ran = sorted({(t, x) for s in summary.values() for t, d in s.items() if t.startswith("dwstok") for x in d["dwstok"]})
+    if ran:
+        lines += ["", "Code each row imported: " + ", ".join(f"{t} {x}" for t, x in ran)]
     return "\n".join(lines) + "\n"
 
 
@@ -250,6 +292,8 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--tools", default="dwstok-cli,rustbpe,hf")
     ap.add_argument("--hf-repeat", type=int, default=1, help="HF runs per size (it is the slowest)")
+    ap.add_argument("--base", type=Path, help="a checkout whose code the tools dwstok-cli@base and "
+                    "dwstok-build@base run (e.g. /work/main), for a before/after in the same run")
     ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "dwstok-bench-train")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
@@ -260,7 +304,8 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     meta = {"time": stamp, "command": "bench/train.py " + " ".join(sys.argv[1:]), "repeat": args.repeat,
-            "load_start": round(os.getloadavg()[0], 1), "cpus": os.cpu_count()}
+            "load_start": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
+            "base": str(args.base) if args.base else None}
     runs: dict = {}
     for size in sizes:
         corpus = corpus_slice(size, args.work)
@@ -269,7 +314,11 @@ def main() -> None:
             for tool in tools:
                 if tool == "hf" and i >= args.hf_repeat:
                     continue
-                r = run_cli(corpus, args.work) if tool == "dwstok-cli" else run_peer(tool, corpus)
+                if tool.startswith("dwstok"):
+                    # "@base": the same command on the code at --base (a before/after in one run)
+                    r = run_cli(corpus, args.work, tool, args.base if tool.endswith("@base") else ROOT)
+                else:
+                    r = run_peer(tool, corpus)
                 runs[size][tool].append(r)
                 shown = {k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items() if k != "stages"}
                 print(json.dumps({"size_mb": size, "run": i, **shown}), flush=True)

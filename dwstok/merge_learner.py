@@ -43,6 +43,7 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from ._intrinsics import prefetch
 from ._jit import njit
 from .errors import ConfigError, InputError
 
@@ -67,7 +68,8 @@ class TrainResult(NamedTuple):
 @njit
 def _grow(a, size):
     out = np.empty(max(size, 2 * a.shape[0]), a.dtype)
-    out[: a.shape[0]] = a
+    for i in range(a.shape[0]):  # a loop: slice assignment compiles Numba's broadcasting (3 s)
+        out[i] = a[i]
     return out
 
 
@@ -235,6 +237,16 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
     for this step's new pairs.
     """
     while e < e_end:
+        # The listed pieces lie scattered over the id buffer: ask for the lengths,
+        # offsets and weights of the piece 16 ahead, then for the ids of the one 8
+        # ahead (its offset asked for 8 pieces ago), so the memory waits overlap.
+        if e + 16 < e_end:
+            w16 = occ[e + 16]
+            prefetch(plen, w16)
+            prefetch(offsets, w16)
+            prefetch(weights, w16)
+        if e + 8 < e_end:
+            prefetch(ids, offsets[occ[e + 8]] - off0)
         w = occ[e]
         n = plen[w]
         if n_occ_new + n > new_pair.shape[0]:
@@ -369,7 +381,9 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             if xy_last[xy] != w:
                 xy_last[xy] = w
                 xy_pieces[xy] += 1
-    n_pairs = 0
+    # Counters start as np.int64, not 0: a literal 0 passed to a kernel compiles it
+    # once more, for the literal's type.
+    n_pairs = np.int64(0)
     for xy in range(65536):
         n_pairs += xy_pieces[xy] > 0
     cap = max(n_pairs, cap0)
@@ -379,8 +393,9 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     seg_start = np.empty(cap, np.int64)
     seg_len = np.zeros(cap, np.int32)
     byte_pair = xy_last  # reused: byte pair -> pair id
-    byte_pair[:] = -1
-    used = 0
+    for xy in range(65536):
+        byte_pair[xy] = -1
+    used = np.int64(0)
     q = 0
     for xy in range(65536):
         if xy_pieces[xy] > 0:
@@ -412,7 +427,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     # Heap of (count, pair): one live entry per pair with a positive count.
     hc = np.empty(max(1024, n_pairs), np.int64)
     hp = np.empty(max(1024, n_pairs), np.int32)
-    hn = 0
+    hn = np.int64(0)
     for q in range(n_pairs):
         hc[hn] = pc[q]
         hp[hn] = q
@@ -485,8 +500,10 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         n_new = tlen[a] + tlen[b]
         if tb_used + n_new > tbytes.shape[0]:
             tbytes = _grow(tbytes, tb_used + n_new)
-        tbytes[tb_used : tb_used + tlen[a]] = tbytes[tstart[a] : tstart[a] + tlen[a]]
-        tbytes[tb_used + tlen[a] : tb_used + n_new] = tbytes[tstart[b] : tstart[b] + tlen[b]]
+        for k in range(tlen[a]):
+            tbytes[tb_used + k] = tbytes[tstart[a] + k]
+        for k in range(tlen[b]):
+            tbytes[tb_used + tlen[a] + k] = tbytes[tstart[b] + k]
         tstart[c] = tb_used
         tlen[c] = n_new
         tb_used += n_new
@@ -504,19 +521,22 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             n_pairs, hn, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best,
                                          tstart, tlen, tbytes)
             need = n_pairs + 2 * c + 2
-            if need > pl.shape[0]:
+            # Grow unless the collection freed a quarter of the room: late in training
+            # few pairs are spent, and collecting again and again for a few hundred
+            # pairs each time (O(pairs) each) cost more than the merges between them.
+            if 4 * need > 3 * pl.shape[0]:
                 pl = _grow(pl, need)
                 pr = _grow(pr, need)
                 pc = _grow(pc, need)
                 seg_start = _grow(seg_start, need)
                 seg_len = _grow(seg_len, need)
             size = table.shape[0]
-            while 2 * need > size:  # keep the load factor under 1/2
+            while 8 * need > 3 * size:  # under 1/2 until the next collection, with room to spare
                 size *= 2
             table = _rehash(size, pl, pr, pc, n_pairs)
             n_table = n_pairs
         first_new = n_pairs
-        n_occ_new = 0
+        n_occ_new = np.int64(0)
         e = seg_start[best]
         e_end = e + seg_len[best]
         while e < e_end:
@@ -541,11 +561,12 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         spent += seg_len[best]
         if used + n_occ_new > occ.shape[0] or 2 * spent > used:
             used = _compact(occ, seg_start, seg_len, pc, first_new)
-            spent = 0
+            spent = np.int64(0)
             fit = max(pool0, (used + n_occ_new) * 5 // 4)
             if used + n_occ_new > occ.shape[0] or 2 * fit < occ.shape[0]:
                 resized = np.empty(fit, np.int32)
-                resized[:used] = occ[:used]
+                for k in range(used):
+                    resized[k] = occ[k]
                 occ = resized
         for q in range(first_new, n_pairs):
             seg_start[q] = used

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 EXECUTORS = ("local", "ray")
+# stages.STAGES, spelled out so that `dwstok --help` imports no stage (a test keeps them equal).
+BUILD_STAGES = ("pretokenize", "count", "train", "export", "encode-shards")
 
 
 def _set_debug(ctx: click.Context, _param, value: bool) -> bool:
@@ -132,16 +134,28 @@ def stage_command(name: str, summary: str, *, all_stages: bool = False, help: st
     'count'
     """
 
-    def command(**options):
+    def command(until=None, **options):
         from .runner import run_stages
 
         if all_stages:
             from stages import STAGES  # imported here: `dwstok --help` stays instant
 
             todo = list(STAGES)
+            if until is not None:
+                todo = todo[: todo.index(until) + 1]
         else:
             todo = [name]
         run_stages(todo, **options)
 
     command.__doc__ = summary + (help if help is not None else _STAGE_HELP.format(out=name))
-    return click.command(name)(stage_options(command))
+    fn = stage_options(command)
+    if all_stages:
+        # One process for several stages: the interpreter, imports and worker pool
+        # start once, not once a stage (about half a second each).
+        fn = click.option(
+            "--until",
+            type=click.Choice(BUILD_STAGES),
+            default=None,
+            help="Stop after this stage (e.g. --until train: pretokenize, count and train).",
+        )(fn)
+    return click.command(name)(fn)

@@ -146,6 +146,8 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
                     raise
                 s = summary(stage, m, time.perf_counter() - t0, ex.describe())
                 summaries.append(s)
+                if stage != stages[-1]:
+                    release_memory()
                 running[0] = None
                 if not as_json and not quiet:
                     click.echo(summary_line(s))
@@ -164,6 +166,28 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
     except KeyboardInterrupt:
         progress.finish(ok=False)  # restore the terminal before the error line
         raise
+
+
+def release_memory() -> None:
+    """Between stages of one process, hand freed memory back to the system: Arrow's pool
+    and glibc's arenas keep what a stage freed, and the next stage's peak would sit on
+    top of it (`dwstok build` at 203 MB: 735 -> 635 MB in one trial)."""
+    import gc
+
+    gc.collect()
+    try:
+        import pyarrow as pa
+
+        pa.default_memory_pool().release_unused()
+    except ImportError:  # pragma: no cover - pyarrow is a dependency
+        pass
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc (musl)
+            pass
 
 
 def summary(stage: str, m, seconds: float, executor: str) -> dict[str, Any]:

@@ -57,10 +57,6 @@ LANG_PREFIX = "lang:"
 FORMAT_VERSION = 2
 PIECES = "pieces.arrow"
 LANG_COUNTS = "lang_counts.arrow"
-# Reduce the partitions in the local pool only past this many bytes of pretokenize parts
-# (about 600 MB of text): below it, spawning the workers costs more than they save.
-# On Ray they always reduce on the cluster.
-POOL_BYTES = 64 << 20
 # Fold the shards' rows into the running total once this many are pending.
 COMPACT_ROWS = 8_000_000
 
@@ -93,7 +89,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             langs,
             staging.dir / "_partitions",
             k=k,
-            executor=executor if k > 1 and (executor.name != "local" or sum(sizes) >= POOL_BYTES) else None,
+            # Locally the partitions reduce on threads (Arrow's group-by and sort run
+            # outside the GIL), so even a small corpus uses every worker; on Ray, as tasks.
+            executor=executor if k > 1 else None,
             on_part=lambda n: executor.progress.advance(bytes=n, items=1),
             sizes=sizes,
             on_split_done=executor.progress.finish,

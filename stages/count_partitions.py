@@ -108,9 +108,9 @@ def reduce_partitioned(
 ) -> list[dict[str, Any]]:
     """Reduce every (piece, language) row of the shards in ``k`` range partitions spilled
     under ``spill_dir``; return one record per partition, in piece order (``write_pieces``
-    reads them). With an ``executor``, the partitions are reduced as its tasks (on Ray, on
-    the cluster; the spill folder must then be visible to the workers, as the stage
-    folders already are)."""
+    reads them). With an ``executor``, the partitions are reduced as its tasks (locally on
+    threads; on Ray, on the cluster: the spill folder must then be visible to the workers,
+    as the stage folders already are)."""
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
@@ -164,7 +164,7 @@ def reduce_partitioned(
         for i in range(k)
     ]
     if executor is not None:
-        return list(executor.map(reduce_partition, tasks, label="count: reduce partitions"))
+        return list(executor.map(reduce_partition, tasks, label="count: reduce partitions", gil_free=True))
     return [reduce_partition(t) for t in tasks]
 
 
