@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._intrinsics import readonly
 from .._jit import njit
 from .hashing import _hash_bytes, _hash_pair, _pack8
 from .merge import HEAP_SCRATCH, _merge, _scratch
@@ -265,9 +266,10 @@ def _self_encodes(T, ids):
     ok = np.zeros(ids.size, np.bool_)
     out = np.empty(max(T.tok_bytes.size, 1), np.uint32)  # as the encoder's: its heap and sweeps compile once
     S = _scratch(np.int64(HEAP_SCRATCH))
+    buf = readonly(T.tok_bytes)  # typed as the encoder's text: its compiled _merge, not another
     for j in range(ids.size):
         t = ids[j]
         a, b = T.tok_off[t], T.tok_off[t + 1]
-        n = _merge(T.tok_bytes, a, b, T, S, out, np.int64(0), NO_RANK)
+        n = _merge(buf, a, b, T, S, out, np.int64(0), NO_RANK)
         ok[j] = n == 1 and out[0] == t
     return ok
