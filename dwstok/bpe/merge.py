@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._intrinsics import ix as _ix
-from .._intrinsics import readonly
 from .._jit import njit, njit_inline
 from .heap import _merge_heap
 from .parts import _first_parts, _first_ranks
@@ -27,14 +26,9 @@ def _scratch(nbytes=HEAP_SCRATCH):
     return (np.empty(SMALL, np.int32), np.empty(SMALL, np.int64), heap)
 
 
-@njit
+@njit_inline
 def _merge(buf, s, e, T, S, out, n, max_rank):
-    """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge.
-
-    A call, not inlined: every caller (the span driver, one-by-one pieces, building the
-    tables) then shares one compiled copy, loaded from Numba's cache by the kernels
-    compiled after it, where an inlined copy was compiled again inside each of them.
-    """
+    """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
     nb = e - s
     H = S[2]
     if nb <= SMALL:
@@ -61,18 +55,24 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
     return n + m
 
 
-@njit_inline
+@njit
 def _merge_any(buf, s, e, T, ids, rk, H, out, n):
-    """``_merge`` with every merge allowed, for the few pieces the span driver does not
-    merge side by side."""
-    return _merge(buf, s, e, T, (ids, rk, H), out, np.int64(n), NO_RANK)
+    """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
+    that the span driver, one-by-one pieces (``_encode_piece``) and ``_self_encodes``
+    share (loaded from Numba's cache by the kernels compiled after the first), where an
+    inlined copy was compiled again inside each of them.
+
+    Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
+    constant NO_RANK the whole encoder ran 25% slower (bench/encode_ab.py).
+    """
+    return _merge(buf, s, e, T, (ids, rk, H), out, n, NO_RANK)
 
 
 @njit
 def _merge_ids(T, token, max_rank, out):
     """Parts of a token's bytes after all merges below max_rank (for deriving merges)."""
     S = _scratch(np.int64(HEAP_SCRATCH))
-    return _merge(readonly(T.tok_bytes), T.tok_off[token], T.tok_off[token + 1], T, S, out, np.int64(0), max_rank)  # as _self_encodes
+    return _merge(T.tok_bytes, T.tok_off[token], T.tok_off[token + 1], T, S, out, np.int64(0), max_rank)
 
 
 def split_token(tables: BpeTables, token: int, rank: int) -> np.ndarray:
