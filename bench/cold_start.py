@@ -67,7 +67,8 @@ def fresh_env(tree: Path, cache: Path, **extra) -> dict:
 def first_use(tree: Path, model: Path, tmp: Path, k: int) -> dict:
     cache = tmp / f"numba-first-{k}"
     cache.mkdir()
-    out = subprocess.run([sys.executable, "-c", CHILD, str(model)], env=fresh_env(tree, cache), capture_output=True, text=True, check=True)
+    # cwd=tree: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model)], env=fresh_env(tree, cache), capture_output=True, text=True, check=True, cwd=tree)
     r = json.loads(out.stdout)
     r["stderr"] = out.stderr.strip().splitlines()
     return r
@@ -80,7 +81,7 @@ def warm(tree: Path, tmp: Path) -> dict:
     log = tmp / "compile-warm-setup.log"
     r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "dwstok.warm"], env=fresh_env(tree, cache, DWSTOK_COMPILE_LOG=str(log)), capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "dwstok.warm"], env=fresh_env(tree, cache, DWSTOK_COMPILE_LOG=str(log)), capture_output=True, text=True, cwd=tree)
     wall = time.perf_counter() - t0
     r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     if p.returncode:
@@ -160,7 +161,7 @@ def main() -> None:
     out.with_suffix(".json").write_text(json.dumps(res, indent=1))
     fu = res["first_use"]
     md = [f"# Cold start ({a.tag}), {stamp} UTC", "",
-          f"Tree {tree}; load average {res['load_average'][0]:.1f} -> {res['load_average_end'][0]:.1f} on {res['cpus']} CPUs; empty NUMBA_CACHE_DIR, fresh processes, median of {a.repeat}.", "",
+          f"Tree {tree}; load average {res['load_average'][0]:.1f} -> {res['load_average_end'][0]:.1f} on {res['cpus']} CPUs; empty NUMBA_CACHE_DIR, fresh processes, median of {a.repeat}; dwstok from {runs[0]['dwstok']}.", "",
           "| step | wall s | CPU s |", "| --- | --- | --- |",
           f"| `import dwstok` | {fu['import_s']:.2f} | |", f"| `Tokenizer.load` ({'demo model' if a.model is None else a.model.name}) | {fu['load_s']:.2f} | {fu['load_cpu_s']:.2f} |",
           f"| first `encode` | {fu['first_encode_s']:.2f} | {fu['first_encode_cpu_s']:.2f} |", f"| import to first ids | {fu['import_to_encode_s']:.2f} | {fu['import_to_encode_cpu_s']:.2f} |", ""]
