@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -36,21 +37,23 @@ from numba.core import event
 compiles, stack = [], []
 class L(event.Listener):
     def on_start(self, ev):
-        stack.append(time.perf_counter())
+        stack.append((time.perf_counter(), time.process_time()))
     def on_end(self, ev):
-        t = time.perf_counter() - stack.pop()
+        w, c = stack.pop()
         fn = getattr(ev.data.get("dispatcher"), "py_func", None)
         if not stack and fn is not None and fn.__module__.startswith("dwstok"):
-            compiles.append([fn.__module__ + "." + fn.__qualname__, round(t, 3), str(ev.data.get("args"))[:300]])
+            compiles.append([fn.__module__ + "." + fn.__qualname__, round(time.perf_counter() - w, 3), str(ev.data.get("args"))[:300],
+                             round(time.process_time() - c, 3)])
 event.register("numba:compile", L())
-t1 = time.perf_counter()
+t1, c1 = time.perf_counter(), time.process_time()
 import dwstok
-t2 = time.perf_counter()
+t2, c2 = time.perf_counter(), time.process_time()
 tok = dwstok.Tokenizer.load(sys.argv[1])
-t3 = time.perf_counter()
+t3, c3 = time.perf_counter(), time.process_time()
 ids = tok.encode("Hello world, a first encode. Grüße, 你好世界, Привет мир, 2026.")
-t4 = time.perf_counter()
+t4, c4 = time.perf_counter(), time.process_time()
 json.dump({"import_s": t2 - t1, "load_s": t3 - t2, "first_encode_s": t4 - t3, "import_to_encode_s": t4 - t1,
+           "load_cpu_s": c3 - c2, "first_encode_cpu_s": c4 - c3, "import_to_encode_cpu_s": c4 - c1,
            "compiles": compiles, "dwstok": dwstok.__file__}, sys.stdout)
 """
 
@@ -64,10 +67,28 @@ def fresh_env(tree: Path, cache: Path, **extra) -> dict:
 def first_use(tree: Path, model: Path, tmp: Path, k: int) -> dict:
     cache = tmp / f"numba-first-{k}"
     cache.mkdir()
-    out = subprocess.run([sys.executable, "-c", CHILD, str(model)], env=fresh_env(tree, cache), capture_output=True, text=True, check=True)
+    # cwd=tree: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH
+    out = subprocess.run([sys.executable, "-c", CHILD, str(model)], env=fresh_env(tree, cache), capture_output=True, text=True, check=True, cwd=tree)
     r = json.loads(out.stdout)
     r["stderr"] = out.stderr.strip().splitlines()
     return r
+
+
+def warm(tree: Path, tmp: Path) -> dict:
+    """``python -m dwstok.warm`` (what ``make setup`` runs) with an empty cache: wall and CPU seconds."""
+    cache = tmp / "numba-warm"
+    cache.mkdir()
+    log = tmp / "compile-warm-setup.log"
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "dwstok.warm"], env=fresh_env(tree, cache, DWSTOK_COMPILE_LOG=str(log)), capture_output=True, text=True, cwd=tree)
+    wall = time.perf_counter() - t0
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode:
+        raise SystemExit(f"warm failed:\n{p.stdout}\n{p.stderr}")
+    lines = [ln.split(maxsplit=2) for ln in log.read_text().splitlines()] if log.exists() else []
+    return {"wall_s": wall, "cpu_s": (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime),
+            "compile_logged_by_kernel": sorted(((n, float(t), int(p)) for p, t, n in lines), key=lambda r: -r[1])}
 
 
 def small_corpus(path: Path, docs: int) -> None:
@@ -98,52 +119,63 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--docs", type=int, default=400, help="documents of dev in the small corpus")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--warm", action="store_true", help="also time `python -m dwstok.warm` with an empty cache")
+    ap.add_argument("--model", type=Path, help="first use loads this model and no demo build runs")
     a = ap.parse_args()
     tree = a.tree.resolve()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     res: dict = {"tree": str(tree), "tag": a.tag, "utc": stamp, "load_average": os.getloadavg(), "cpus": os.cpu_count()}
     with tempfile.TemporaryDirectory(prefix="dwstok-cold-") as tmp:
         tmp = Path(tmp)
-        corpus = tmp / "small.parquet"
-        small_corpus(corpus, a.docs)
-        work = tmp / "work"
-        # the build also makes the model that first use loads
-        cache = tmp / "numba-build"
-        cache.mkdir()
-        log = tmp / "compile.log"
-        cold = build(tree, corpus, work, cache, log, a.workers)
-        warm = build(tree, corpus, tmp / "work-warm", cache, tmp / "compile-warm.log", a.workers)
-        lines = [ln.split(maxsplit=2) for ln in log.read_text().splitlines()] if log.exists() else []
-        res["build"] = {
-            "docs": a.docs, "workers": a.workers, "cold": cold, "warm": warm,
-            "compile_wall_s": cold["wall_s"] - warm["wall_s"],
-            "compile_logged_s": sum(float(t) for _, t, _ in lines) if lines else None,
-            "compile_logged_by_kernel": sorted(((n, float(t), int(p)) for p, t, n in lines), key=lambda r: -r[1]),
-            "warm_compile_lines": (tmp / "compile-warm.log").read_text().count("\n") if (tmp / "compile-warm.log").exists() else 0,
-        }
-        model = work / "train" / "model.json"
+        if a.model is None:
+            corpus = tmp / "small.parquet"
+            small_corpus(corpus, a.docs)
+            work = tmp / "work"
+            # the build also makes the model that first use loads
+            cache = tmp / "numba-build"
+            cache.mkdir()
+            log = tmp / "compile.log"
+            cold = build(tree, corpus, work, cache, log, a.workers)
+            warm_build = build(tree, corpus, tmp / "work-warm", cache, tmp / "compile-warm.log", a.workers)
+            lines = [ln.split(maxsplit=2) for ln in log.read_text().splitlines()] if log.exists() else []
+            res["build"] = {
+                "docs": a.docs, "workers": a.workers, "cold": cold, "warm": warm_build,
+                "compile_wall_s": cold["wall_s"] - warm_build["wall_s"],
+                "compile_logged_s": sum(float(t) for _, t, _ in lines) if lines else None,
+                "compile_logged_by_kernel": sorted(((n, float(t), int(p)) for p, t, n in lines), key=lambda r: -r[1]),
+                "warm_compile_lines": (tmp / "compile-warm.log").read_text().count("\n") if (tmp / "compile-warm.log").exists() else 0,
+            }
+            model = work / "train" / "model.json"
+        else:
+            model = a.model.resolve()
         runs = [first_use(tree, model, tmp, k) for k in range(a.repeat)]
+        if a.warm:
+            res["warm"] = warm(tree, tmp)
+        res["load_average_end"] = os.getloadavg()
     res["first_use"] = {
         key: statistics.median([r[key] for r in runs])
-        for key in ("import_s", "load_s", "first_encode_s", "import_to_encode_s")
+        for key in ("import_s", "load_s", "first_encode_s", "import_to_encode_s", "load_cpu_s", "first_encode_cpu_s", "import_to_encode_cpu_s")
     }
     res["first_use_runs"] = runs
     out = HERE / "results" / f"cold-start-{stamp}-{a.tag}"
     out.with_suffix(".json").write_text(json.dumps(res, indent=1))
     fu = res["first_use"]
     md = [f"# Cold start ({a.tag}), {stamp} UTC", "",
-          f"Tree {tree}; load average {res['load_average'][0]:.1f} on {res['cpus']} CPUs; empty NUMBA_CACHE_DIR, fresh processes, median of {a.repeat}.", "",
-          "| step | seconds |", "| --- | --- |",
-          f"| `import dwstok` | {fu['import_s']:.2f} |", f"| `Tokenizer.load` (demo model) | {fu['load_s']:.2f} |",
-          f"| first `encode` | {fu['first_encode_s']:.2f} |", f"| import to first ids | {fu['import_to_encode_s']:.2f} |", ""]
+          f"Tree {tree}; load average {res['load_average'][0]:.1f} -> {res['load_average_end'][0]:.1f} on {res['cpus']} CPUs; empty NUMBA_CACHE_DIR, fresh processes, median of {a.repeat}; dwstok from {runs[0]['dwstok']}.", "",
+          "| step | wall s | CPU s |", "| --- | --- | --- |",
+          f"| `import dwstok` | {fu['import_s']:.2f} | |", f"| `Tokenizer.load` ({'demo model' if a.model is None else a.model.name}) | {fu['load_s']:.2f} | {fu['load_cpu_s']:.2f} |",
+          f"| first `encode` | {fu['first_encode_s']:.2f} | {fu['first_encode_cpu_s']:.2f} |", f"| import to first ids | {fu['import_to_encode_s']:.2f} | {fu['import_to_encode_cpu_s']:.2f} |", ""]
+    if "warm" in res:
+        w = res["warm"]
+        md += [f"`python -m dwstok.warm` with an empty cache: {w['wall_s']:.1f} s wall, {w['cpu_s']:.1f} s CPU.", ""]
     if "build" in res:
         b = res["build"]
         md += [f"First `dwstok build demo` on {b['docs']} dev documents, {b['workers']} workers: {b['cold']['wall_s']:.1f} s cold, "
                f"{b['warm']['wall_s']:.1f} s warm: **{b['compile_wall_s']:.1f} s compiling** (wall)"
                + (f"; {b['compile_logged_s']:.1f} s of compiles logged across processes" if b["compile_logged_s"] else "")
                + f"; compile notices printed: {b['cold']['compile_notices']} cold, {b['warm']['compile_notices']} warm.", ""]
-    md += ["Kernels compiled by import + load + first encode (first run, outermost only):", "", "| kernel | s |", "| --- | --- |"]
-    md += [f"| {n} | {t:.2f} |" for n, t, _ in runs[0]["compiles"]]
+    md += ["Kernels compiled by import + load + first encode (first run, outermost only):", "", "| kernel | wall s | CPU s |", "| --- | --- | --- |"]
+    md += [f"| {c[0]} | {c[1]:.2f} | {c[3]:.2f} |" for c in runs[0]["compiles"]]
     out.with_suffix(".md").write_text("\n".join(md) + "\n")
     print("\n".join(md))
 

@@ -1,5 +1,5 @@
-"""LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, ctz and
-clz, and byte classes of 64 bytes as bit masks (vector compares).
+"""LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
+unsigned index, a read-only view, ctz and clz, and byte classes of 64 bytes as bit masks (vector compares).
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
 counting), with a plain Python twin under ``NUMBA_DISABLE_JIT=1``.
@@ -81,6 +81,66 @@ def _make_load8():
 
 
 load8 = _make_load8()
+
+
+def _make_ix():
+    """``ix(i)``: ``i`` as a uint64 index, ``a[ix(i)]`` (no negative-index wraparound).
+
+    ``_jit.ix`` does the same as an ``inline='always'`` kernel; the hot loops call it
+    hundreds of times, and Numba copies and re-types a kernel's IR at each inlined call,
+    which made compiling slower. This is the same cast (``np.uint64(i)``), emitted in place.
+    """
+    if numba.config.DISABLE_JIT:
+        return lambda i: np.uint64(i)
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def ix(typingctx, i):
+        if not isinstance(i, (types.Integer, types.Boolean)):
+            return None
+        sig = types.uint64(i)
+
+        def codegen(context, builder, signature, args):
+            return context.cast(builder, args[0], signature.args[0], types.uint64)
+
+        return sig, codegen
+
+    return ix
+
+
+ix = _make_ix()
+
+
+def _make_readonly():
+    """``readonly(a)``: the array ``a`` typed read-only (the same array, no copy).
+
+    Numba compiles a kernel once per argument type, and a writable and a read-only array
+    are two. The encoder merges pieces of read-only text (``bytes``, Arrow buffers); the
+    table builders pass their token bytes through this, so that they share its compiled
+    merge instead of compiling another.
+    """
+    if numba.config.DISABLE_JIT:
+        return lambda a: a
+    from numba import types
+    from numba.core.imputils import impl_ret_borrowed
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def readonly(typingctx, a):
+        if not isinstance(a, types.Array):
+            return None
+        sig = a.copy(readonly=True)(a)
+
+        def codegen(context, builder, signature, args):
+            return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+        return sig, codegen
+
+    return readonly
+
+
+readonly = _make_readonly()
 
 
 def _make_ctz():

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._intrinsics import readonly
 from .._jit import njit
 from .hashing import _hash_bytes, _hash_pair, _pack8
-from .merge import HEAP_SCRATCH, _merge, _scratch
-from .tables import NO_RANK, BpeTables, _lookup_in, _new_id, _pair_rank
+from .merge import HEAP_SCRATCH, _merge_any, _scratch
+from .tables import NO_RANK, BpeTables, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 
 
 @njit
@@ -78,25 +79,25 @@ def _whole_tables(tok_bytes, tok_off, ids):
     """
     lens = tok_off[ids + 1] - tok_off[ids]
     short, long_ = ids[lens <= 8], ids[lens > 8]
-    empty = np.full((16, 3), -1, np.int64)
-    whole = _build_whole(tok_bytes, tok_off, short, _pow2_at_least(max(len(short), 1) * 7 // 4), empty)
-    longs = _build_longs(tok_bytes, tok_off, long_, _pow2_at_least(2 * max(len(long_), 1)), whole)
+    whole = _build_whole(tok_bytes, tok_off, short, _pow2_at_least(max(len(short), 1) * 7 // 4))
+    longs = _build_longs(tok_bytes, tok_off, long_, _pow2_at_least(2 * max(len(long_), 1)))
     return whole, longs
 
 
 @njit
-def _build_whole(tok_bytes, tok_off, ids, size, longs):
+def _build_whole(tok_bytes, tok_off, ids, size):
     table = np.full((size, 2), -1, np.int64)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
         h = _hash_bytes(tok_bytes, a, b)
-        if _lookup_in(table, longs, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
+        head = np.int64(_pack8(tok_bytes, a, b))
+        if _lookup_short(table, head, b - a, h) >= 0:  # (ids has tokens of up to 8 bytes only)
             continue  # the first id with these bytes wins
         i = np.int64(h & np.uint64(size - 1))
         while table[i, 1] >= 0:
             i = (i + 1) & (size - 1)
-        table[i, 0] = np.int64(_pack8(tok_bytes, a, b))
+        table[i, 0] = head
         table[i, 1] = ((b - a) << 32) | t
     return table
 
@@ -190,19 +191,21 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
 
 
 @njit
-def _build_longs(tok_bytes, tok_off, ids, size, whole):
+def _build_longs(tok_bytes, tok_off, ids, size):
     table = np.full((size, 3), -1, np.int64)
     for j in range(ids.size):
         t = ids[j]
         a, b = tok_off[t], tok_off[t + 1]
         h = _hash_bytes(tok_bytes, a, b)
-        if _lookup_in(whole, table, tok_bytes, tok_off, tok_bytes, a, b, h) >= 0:
+        head = np.int64(_pack8(tok_bytes, a, b))
+        nxt = np.int64(_pack8(tok_bytes, a + 8, b))
+        if _lookup_long(table, tok_bytes, tok_off, tok_bytes, a, b - a, head, nxt, h) >= 0:  # (ids: over 8 bytes only)
             continue  # the first id with these bytes wins
         i = np.int64(h & np.uint64(size - 1))
         while table[i, 2] >= 0:
             i = (i + 1) & (size - 1)
-        table[i, 0] = np.int64(_pack8(tok_bytes, a, b))
-        table[i, 1] = np.int64(_pack8(tok_bytes, a + 8, b))
+        table[i, 0] = head
+        table[i, 1] = nxt
         table[i, 2] = ((b - a) << 32) | t
     return table
 
@@ -264,10 +267,11 @@ def _last_splits(T, lefts, rights, news):
 def _self_encodes(T, ids):
     ok = np.zeros(ids.size, np.bool_)
     out = np.empty(max(T.tok_bytes.size, 1), np.uint32)  # as the encoder's: its heap and sweeps compile once
-    S = _scratch(np.int64(HEAP_SCRATCH))
+    sids, srk, sheap = _scratch(np.int64(HEAP_SCRATCH))
+    buf = readonly(T.tok_bytes)  # typed as the encoder's text: its compiled _merge_any, not another
     for j in range(ids.size):
         t = ids[j]
         a, b = T.tok_off[t], T.tok_off[t + 1]
-        n = _merge(T.tok_bytes, a, b, T, S, out, np.int64(0), NO_RANK)
+        n = _merge_any(buf, a, b, T, sids, srk, sheap, out, np.int64(0))
         ok[j] = n == 1 and out[0] == t
     return ok

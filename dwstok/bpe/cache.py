@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .hashing import _hash_bytes, _pack8, _same_bytes
 from .pages import huge_page_array

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import as_u8, njit
-from ..scanner import scan_range
+from .._jit import as_u8, njit, njit_inline
+from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
 from .merge import _scratch
 from .span import _encode_piece, _encode_span
@@ -43,38 +43,43 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
-        n = _encode_span(data, bounds, doc_bidx[d], doc_bidx[d + 1], T, C, S, out, n)
+        n = _encode_span(data, bounds, doc_bidx[d], doc_bidx[d + 1], T, C, S, out, np.int64(n))
     out_doc[d1 - d0] = n
     return n
 
 
 # ----------------------------------------------------------- fused scan + encode
+#
+# One entry kernel per scanner (o200k and o200k-rdigits share one, by a flag), not one
+# that picks the scanner by ``kind`` at run time: a kernel compiles everything it may
+# call, and a model only ever uses one scanner. The Python functions below pick the kernel.
 
 
 @njit
-def _encode_fused(kind, table, text, P, CP):
-    """Ids of UTF-8 ``text`` (bytes or a uint8 array), scanned with the native scanner
-    ``kind`` and encoded in one nogil call, as an array of their own.
+def _encode_fused_o200k(kind, table, text, P, CP):
+    """Ids of ``text`` scanned as o200k (``kind``: with digits from the right or not).
 
-    ``P`` is the packed tables and ``CP`` a packed cache: one argument each, not 15
-    (Numba's dispatcher unboxes each array argument, a large part of a short call). The
-    ids go to room for one a byte, then to an array of their size: text has one a 4-5
-    bytes, and a view would keep all the room alive. The copy costs less than an
-    ``out`` argument would (unboxed by the dispatcher, then shrunk by NumPy).
+    The ids go to room for one a byte, then to an array of their size: text has one a 4-5
+    bytes, and a view would keep all the room alive. The copy costs less than an ``out``
+    argument would (unboxed by the dispatcher, then shrunk by NumPy). A few pieces are
+    encoded one by one: blocking lookups to overlap them pays for itself only over many
+    pieces; its setup (17 arrays) cost more than "hello world" did.
+
+    The three kernels write this out rather than inline a shared body: Numba copies an
+    inlined body, with all that was inlined into it, at each level, and a level less
+    compiled 20% faster.
     """
     buf = as_u8(text)
+    bounds = np.empty(buf.size + 1, np.int64)
+    nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
     T = _unpack_tables(P)
     C = _cache_views(CP)
-    bounds = np.empty(buf.size + 1, np.int64)
-    nb = scan_range(kind, buf, np.int64(0), buf.size, table, bounds)  # not a literal 0: one compile, shared with _encode_docs_fused
     S = _scratch(buf.size)
     out = np.empty(buf.size, np.uint32)
     n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     else:
-        # A few pieces: one by one. Blocking lookups to overlap them pays for itself only
-        # over many pieces; its setup (17 arrays) cost more than "hello world" did.
         for k in range(nb):
             if bounds[k + 1] > bounds[k]:
                 n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
@@ -82,39 +87,142 @@ def _encode_fused(kind, table, text, P, CP):
     return out[:n].copy()
 
 
-def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
-    """:func:`_encode_docs_fused_kernel` with ``data`` passed read-only, whatever the
-    caller's array: Numba compiles a kernel (and the span driver in it) once per
-    argument type, and a writable and a read-only array (Arrow's buffers) are two."""
-    if data.flags.writeable:
-        data = data.view()
-        data.flags.writeable = False
-    return _encode_docs_fused_kernel(kind, table, data, offsets, d0, d1, P, CP, out, out_doc)
+@njit
+def _encode_fused_cl100k(kind, table, text, P, CP):
+    """As :func:`_encode_fused_o200k`, scanned as cl100k."""
+    buf = as_u8(text)
+    bounds = np.empty(buf.size + 1, np.int64)
+    nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
+    T = _unpack_tables(P)
+    C = _cache_views(CP)
+    S = _scratch(buf.size)
+    out = np.empty(buf.size, np.uint32)
+    n = 0
+    if nb > FEW_PIECES:
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
+    else:
+        for k in range(nb):
+            if bounds[k + 1] > bounds[k]:
+                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    _mark_growth(CP)
+    return out[:n].copy()
 
 
 @njit
-def _encode_docs_fused_kernel(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
+def _encode_fused_gpt2(kind, table, text, P, CP):
+    """As :func:`_encode_fused_o200k`, scanned as GPT-2."""
+    buf = as_u8(text)
+    bounds = np.empty(buf.size + 1, np.int64)
+    nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
+    T = _unpack_tables(P)
+    C = _cache_views(CP)
+    S = _scratch(buf.size)
+    out = np.empty(buf.size, np.uint32)
+    n = 0
+    if nb > FEW_PIECES:
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
+    else:
+        for k in range(nb):
+            if bounds[k + 1] > bounds[k]:
+                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+    _mark_growth(CP)
+    return out[:n].copy()
+
+
+_FUSED = {KIND_O200K: _encode_fused_o200k, KIND_O200K_RDIGITS: _encode_fused_o200k, KIND_CL100K: _encode_fused_cl100k, KIND_GPT2: _encode_fused_gpt2}
+
+
+def fused_kernel(kind: int):
+    """The kernel ``f(kind, table, text, P, CP)`` that :func:`_encode_fused` calls for
+    scanner ``kind``: a caller that encodes many short texts can keep it and save a call."""
+    return _FUSED[kind]
+
+
+def _encode_fused(kind, table, text, P, CP):
+    """Ids of UTF-8 ``text`` (bytes or a uint8 array), scanned with the native scanner
+    ``kind`` and encoded in one nogil call, as an array of their own.
+
+    ``P`` is the packed tables and ``CP`` a packed cache: one argument each, not 15
+    (Numba's dispatcher unboxes each array argument, a large part of a short call).
+    """
+    return _FUSED[kind](kind, table, text, P, CP)
+
+
+def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
     """Scan and encode documents d0..d1 (document d = data[offsets[d]:offsets[d+1]]),
     with the packed tables ``P`` and the piece cache ``CP`` (from :func:`new_cache`; it
-    may come from earlier calls)."""
+    may come from earlier calls).
+
+    ``data`` goes to the kernel read-only, whatever the caller's array: Numba compiles a
+    kernel (and the span driver in it) once per argument type, and a writable and a
+    read-only array (Arrow's buffers) are two."""
+    if data.flags.writeable:
+        data = data.view()
+        data.flags.writeable = False
+    return _DOCS_FUSED[kind](kind, table, data, offsets, d0, d1, P, CP, out, out_doc)
+
+
+@njit_inline
+def _docs_scratch(offsets, d0, d1, P, CP):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    bounds = np.empty(longest + 1, np.int64)
-    S = _scratch(longest)
+    return T, C, np.empty(longest + 1, np.int64), _scratch(longest)
+
+
+@njit
+def _encode_docs_fused_o200k(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
+    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
         s, e = offsets[d], offsets[d + 1]
-        if e <= s:
-            continue
-        nb = scan_range(kind, data, s, e, table, bounds)
-        n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, n)
+        if e > s:
+            nb = _scan_o200k(data, s, e, table, bounds, kind == KIND_O200K_RDIGITS)
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n
+
+
+@njit
+def _encode_docs_fused_cl100k(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
+    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
+    n = 0
+    for d in range(d0, d1):
+        out_doc[d - d0] = n
+        s, e = offsets[d], offsets[d + 1]
+        if e > s:
+            nb = _scan_cl100k(data, s, e, table, bounds)
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
+    out_doc[d1 - d0] = n
+    _mark_growth(CP)
+    return n
+
+
+@njit
+def _encode_docs_fused_gpt2(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
+    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
+    n = 0
+    for d in range(d0, d1):
+        out_doc[d - d0] = n
+        s, e = offsets[d], offsets[d + 1]
+        if e > s:
+            nb = _scan_gpt2(data, s, e, table, bounds)
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
+    out_doc[d1 - d0] = n
+    _mark_growth(CP)
+    return n
+
+
+_DOCS_FUSED = {
+    KIND_O200K: _encode_docs_fused_o200k,
+    KIND_O200K_RDIGITS: _encode_docs_fused_o200k,
+    KIND_CL100K: _encode_docs_fused_cl100k,
+    KIND_GPT2: _encode_docs_fused_gpt2,
+}
 
 
 def encode_native(kind: int, table: np.ndarray, buf: np.ndarray | bytes, tables: np.ndarray, cache=None) -> np.ndarray:

@@ -3,7 +3,7 @@ piece of megabytes with no boundaries (a million spaces) is no trap."""
 
 from __future__ import annotations
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .tables import NO_RANK, _new_id, _pair_rank
 

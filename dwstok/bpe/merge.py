@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .heap import _merge_heap
 from .parts import _first_parts, _first_ranks
@@ -57,8 +57,14 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
 
 @njit
 def _merge_any(buf, s, e, T, ids, rk, H, out, n):
-    """``_merge`` with every merge allowed, as a call of its own: the span driver calls it
-    for the few pieces it does not merge side by side, without inlining all of it."""
+    """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
+    that the span driver, one-by-one pieces (``_encode_piece``) and ``_self_encodes``
+    share (loaded from Numba's cache by the kernels compiled after the first), where an
+    inlined copy was compiled again inside each of them.
+
+    Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
+    constant NO_RANK the whole encoder ran 25% slower (bench/encode_ab.py).
+    """
     return _merge(buf, s, e, T, (ids, rk, H), out, n, NO_RANK)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit_inline
 from .tables import NO_RANK, _pair_rank
 

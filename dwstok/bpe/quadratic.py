@@ -3,7 +3,7 @@ merge it, look up its two new neighbours, repeat. Fastest for a piece of few par
 
 from __future__ import annotations
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit_inline
 from .tables import NO_RANK, _new_id, _pair_rank
 

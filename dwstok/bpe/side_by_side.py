@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._intrinsics import prefetch as _prefetch
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit
 from .hashing import _hash_pair
 from .tables import NO_RANK, _rank_of_key

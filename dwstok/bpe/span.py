@@ -32,14 +32,14 @@ import numpy as np
 
 from .._intrinsics import load8 as _load8
 from .._intrinsics import prefetch as _prefetch
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8
-from .merge import SMALL, _merge, _merge_any
+from .merge import SMALL, _merge_any
 from .parts import _first_parts
 from .side_by_side import _merge_side_by_side
-from .tables import NO_RANK, _whole_lookup
+from .tables import _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
@@ -61,7 +61,8 @@ def _encode_piece(buf, s, e, T, C, S, out, n):
         m = _cache_get(C, buf, s, e, h, out, n)
         if m >= 0:
             return m
-    m = _merge(buf, s, e, T, S, out, n, NO_RANK)
+    ids, rk, H = S
+    m = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))  # int64: never a literal 0, a compile of its own
     if cacheable:
         _cache_put(C, buf, s, e, h, out, n, m)
     return m
@@ -137,7 +138,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
         # 2b. the misses: in the cache, else set up to merge
         nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_bits, slots, vals, state, keys, B)
         # 3. merge side by side
-        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, nq)
+        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))  # never a literal 0: one compile
         # 4. write out
         n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n)
     return n
@@ -462,7 +463,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
                     n += vn
                     continue
                 fill = hit  # its first copy found no room for its ids
-            n = _merge_any(buf, s, e, T, ids, rk, H, out, n)
+            n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
         cnt = n - n0
         if fill >= 0:  # the ids of a slot step 2b put in the cache, if they fit
             if state[1] + cnt <= vals.size:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit
 from .quadratic import QUAD_PARTS
 from .tables import NO_RANK, _new_id, _pair_rank

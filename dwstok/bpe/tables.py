@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._jit import ix as _ix
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .hashing import _hash_pair, _pack8
 from .pages import huge_page_array
@@ -77,8 +77,9 @@ def pack_tables(T: BpeTables) -> np.ndarray:
 
 def unpack_tables(P: np.ndarray) -> BpeTables:
     """The tables in ``P`` (from :func:`pack_tables`) as views, no copy (the kernels'
-    own unpacking, so there is one reading of the layout)."""
-    return _unpack_tables(P)
+    own unpacking, so there is one reading of the layout; run as Python, NumPy views
+    the same way, and nothing is compiled for it)."""
+    return getattr(_unpack_tables, "py_func", _unpack_tables)(P)
 
 
 @njit_inline
