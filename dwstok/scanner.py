@@ -647,6 +647,49 @@ def scan_range(kind, buf, start, end, table, out):
 
 
 @njit
+def _segments_o200k(kind, buf, seg, table, out, per_seg):
+    """:func:`scan_segments` for o200k and o200k-rdigits (DWSLMTok's): only their scanner
+    compiles, not all three as through ``scan_range``."""
+    n = 0
+    out[0] = seg[0] if seg.shape[0] else 0
+    for i in range(seg.shape[0] - 1):
+        per_seg[i] = 0
+        if seg[i + 1] > seg[i]:
+            per_seg[i] = _scan_o200k(buf, seg[i], seg[i + 1], table, out[n:], kind == KIND_O200K_RDIGITS)
+            n += per_seg[i]
+    return n
+
+
+@njit
+def _segments_any(kind, buf, seg, table, out, per_seg):
+    """:func:`scan_segments` for the other scanners."""
+    n = 0
+    out[0] = seg[0] if seg.shape[0] else 0
+    for i in range(seg.shape[0] - 1):
+        per_seg[i] = 0
+        if seg[i + 1] > seg[i]:
+            per_seg[i] = scan_range(kind, buf, seg[i], seg[i + 1], table, out[n:])
+            n += per_seg[i]
+    return n
+
+
+def scan_segments(kind: int, buf, seg, table, out, per_seg) -> int:
+    """Pretoken bounds of every segment ``buf[seg[i]:seg[i+1]]`` into ``out`` (absolute
+    offsets, ``out[0] = seg[0]``, segments back to back); ``per_seg[i]`` = the pieces of
+    segment i. Returns the number of pieces.
+
+    >>> s = get_scanner("o200k")
+    >>> buf = np.frombuffer(b"Hi there1234", np.uint8)
+    >>> out, per = np.empty(13, np.int64), np.empty(2, np.int64)
+    >>> n = scan_segments(s.kind, buf, np.array([0, 8, 12]), s.table, out, per)
+    >>> out[: n + 1].tolist(), per.tolist()
+    ([0, 2, 8, 11, 12], [2, 2])
+    """
+    fn = _segments_o200k if kind in (KIND_O200K, KIND_O200K_RDIGITS) else _segments_any
+    return fn(kind, buf, seg, table, out, per_seg)
+
+
+@njit
 def scan_into(kind, buf, table, out):
     """Pretoken bounds of all of ``buf`` into ``out``; returns the number of pretokens."""
     return scan_range(kind, buf, 0, buf.shape[0], table, out)
@@ -709,7 +752,7 @@ class Scanner:
         if not self.is_native:
             return self._regex_bounds(arr)
         out = np.empty(arr.shape[0] + 1, dtype=np.int64)
-        n = scan_into(self.kind, arr, self.table, out)
+        n = scan_segments(self.kind, arr, np.array([0, arr.shape[0]], np.int64), self.table, out, np.empty(1, np.int64))
         return out[: n + 1].copy()
 
     def pieces(self, text: str) -> list[str]:

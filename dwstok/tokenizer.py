@@ -216,7 +216,8 @@ class Tokenizer:
         # the tables are views of it, so the arrays are held once.
         packed = bpe.on_huge_pages(packed)  # an unpickled copy starts anywhere
         sc = self._scanner
-        fused = (sc.kind, sc.table, packed) if sc.kind >= 0 else None
+        # the scanner's own kernel, kept: one Python call less per encode
+        fused = (bpe.fused_kernel(sc.kind), sc.kind, sc.table, packed) if sc.kind >= 0 else None
         self._native = (packed, bpe.unpack_tables(packed), fused)
 
     def _kernels(self) -> tuple:
@@ -525,10 +526,10 @@ class Tokenizer:
         if native[2] is None:
             arr = np.frombuffer(buf, np.uint8)
             return bpe.encode_bounds(arr, self._scanner.bounds(arr), native[0])
-        kind, table, tables = native[2]
+        kernel, kind, table, tables = native[2]
         cache = self._caches.take(len(buf))
         try:
-            return bpe._encode_fused(kind, table, buf, tables, cache)  # bytes as they are
+            return kernel(kind, table, buf, tables, cache)  # bytes as they are
         finally:
             self._caches.give(cache)
 

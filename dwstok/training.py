@@ -31,7 +31,7 @@ import numpy as np
 
 from ._jit import njit
 from .errors import ConfigError, InputError
-from .scanner import get_scanner, scan_range
+from .scanner import get_scanner, scan_segments
 from .merge_learner import learn_merges
 
 LANG_WEIGHT_SCALE = 1 << 20
@@ -371,21 +371,6 @@ def _documents(source, lang, with_lang: bool) -> Iterator[tuple[list[str], list[
 # ---------------------------------------------------------------------------- counting
 
 
-@njit
-def _scan_segments(kind, buf, seg, table, out, per_seg):
-    """Pretokenize every segment ``buf[seg[i]:seg[i+1]]``; offsets into ``out``."""
-    n = 0
-    out[0] = seg[0] if seg.shape[0] else 0
-    for i in range(seg.shape[0] - 1):
-        if seg[i + 1] == seg[i]:
-            per_seg[i] = 0
-            continue
-        m = scan_range(kind, buf, seg[i], seg[i + 1], table, out[n:])
-        per_seg[i] = m
-        n += m
-    return n
-
-
 def _pieces_of_batch(texts, langs, scanner, special_re):
     """(data, piece offsets, lang of each piece or None) for a batch of documents."""
     raw = [t.encode("utf-8") for t in texts]
@@ -422,7 +407,7 @@ def _pieces_of_batch(texts, langs, scanner, special_re):
     if scanner.is_native:
         out = np.empty(data.size + 2, np.int64)
         per_seg = np.zeros(max(len(seg_len), 1), np.int64)
-        n = _scan_segments(scanner.kind, data, seg_bounds, scanner.table, out, per_seg)
+        n = scan_segments(scanner.kind, data, seg_bounds, scanner.table, out, per_seg)
         offsets = out[: n + 1].copy()
         per_seg = per_seg[: len(seg_len)]
     else:

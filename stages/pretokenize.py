@@ -32,7 +32,7 @@ import numpy as np
 import dwstok
 from dwstok._jit import drop_stale_cache, njit
 from dwstok.errors import InputError
-from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_range
+from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
 
 from . import shard_progress
 from .config import Config
@@ -384,7 +384,7 @@ def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np
     if scanner.is_native:
         out = np.empty(int(doc_offs[-1] - doc_offs[0]) + 1, dtype=np.int64)
         per_doc = np.empty(n, dtype=np.int64)
-        k = _scan_docs(scanner.kind, data, doc_offs, scanner.table, out, per_doc)
+        k = scan_segments(scanner.kind, data, doc_offs, scanner.table, out, per_doc)
         return out[: k + 1], per_doc
     # The regex fallback: correct, slow, one call per document.
     chunks = [doc_offs[:1]]
@@ -495,22 +495,6 @@ def _cap_pieces(data, offs, per_doc, limit, out, out_per_doc):
             n += 1
         out_per_doc[d] = n
     return k
-
-
-@njit
-def _scan_docs(kind, data, doc_offs, table, out, per_doc):
-    n = 0
-    out[0] = doc_offs[0]
-    for d in range(doc_offs.shape[0] - 1):
-        s = doc_offs[d]
-        e = doc_offs[d + 1]
-        if e == s:
-            per_doc[d] = 0
-            continue
-        k = scan_range(kind, data, s, e, table, out[n:])
-        per_doc[d] = k
-        n += k
-    return n
 
 
 def _sum_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
