@@ -221,7 +221,7 @@ def _start_background() -> subprocess.Popen | None:
             home = str(Path(__file__).resolve().parent.parent)
             env["PYTHONPATH"] = os.pathsep.join(filter(None, [home, env.get("PYTHONPATH")]))
             p = subprocess.Popen(
-                [sys.executable, "-m", "dwstok.warm", "--background"],
+                [sys.executable, "-m", f"{__package__}.warm", "--background"],  # this package, whatever its name
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err, env=env,
                 start_new_session=True, close_fds=True,
             )
