@@ -166,14 +166,23 @@ def wait() -> None:
     """Wait for a background compile that is under way (then its kernels load from the
     cache instead of compiling twice); return at once when there is none."""
     global _ready
-    p = _paths()
-    if p is not None and state() == "compiling":
-        print("dwstok: waiting for the kernels that compile in the background (once per install)", file=sys.stderr, flush=True)
-        try:
-            with FileLock(p[1]):
-                pass
-        except OSError:
-            pass
+    said = False
+    while not _ready and _paths() is not None:
+        s = state()
+        mine = _spawned is not None and _spawned_by == os.getpid() and _spawned.poll() is None
+        if s == "ready" or (s == "cold" and not mine):
+            break
+        if not said:
+            print("dwstok: waiting for the kernels that compile in the background (once per install)", file=sys.stderr, flush=True)
+            said = True
+        if s == "compiling":
+            try:
+                with FileLock(_paths()[1]):
+                    pass
+            except OSError:
+                break
+        else:
+            time.sleep(0.05)  # the process this one started has not taken the lock yet
     _ready = True
 
 

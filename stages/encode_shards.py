@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from dwstok import kernel_cache
 from dwstok.errors import InputError, ModelFileError
 from dwstok.shards import FORMAT, ShardWriter, shard_dtype
 
@@ -93,6 +94,12 @@ def load_model(model_path: str | Path, config: Config):
     return Tokenizer.load(model_path, expect_pattern=config.pattern, expect_version=config.version)
 
 
+# While the kernels compile (a cold Numba cache) a Tokenizer encodes through HF tokenizers
+# at about 1-2 MB/s, and the compile, at a low priority beside it, takes a minute or much
+# more. A corpus over this size waits for the kernels instead (50+ MB/s).
+BRIDGE_MAX_BYTES = 64 << 20
+
+
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Encode every corpus shard into ``out_dir/part-NNNNN.arrow`` plus ``index.json``."""
     out_dir = Path(out_dir)
@@ -111,6 +118,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         shards = plan_shards(inputs.require_corpus(), config.corpus)
     if not shards or all(s.bytes == 0 for s in shards):
         raise InputError("empty corpus: the files given hold no documents")
+    if total_bytes(shards) > BRIDGE_MAX_BYTES and not kernel_cache.usable():
+        kernel_cache.wait()  # a big corpus: the kernels, even after a compile, are sooner done
     config_hash = config.hash_of(*CONFIG_KEYS)
     inputs_hash = hash_obj({"corpus": corpus_fingerprint(shards), UPSTREAM: up.output_hash})
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)

@@ -268,3 +268,23 @@ def test_a_foreground_warm_waits_for_the_background_one(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == ["compiling", "got it after the holder: True"]
     assert "waiting for the kernels that compile in the background" in out.stderr
+
+
+WAIT_FOR_OWN = """
+import time
+from dwstok import kernel_cache as k
+k._start_background = lambda: __import__("subprocess").Popen(  # a child that takes the lock late
+    [__import__("sys").executable, "-c",
+     "import time; time.sleep(1)\\nfrom dwstok import kernel_cache as k\\nk.background_main(lambda: time.sleep(1))"])
+assert k.usable() is False
+k.wait()
+print(k.state())
+"""
+
+
+def test_wait_covers_a_child_that_has_not_taken_the_lock_yet(tmp_path):
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    out = _in_fresh_cache(WAIT_FOR_OWN, cache)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ready"  # it waited for the child's whole run

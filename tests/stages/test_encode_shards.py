@@ -223,3 +223,18 @@ def test_same_bytes_while_the_kernels_compile(work, tmp_path, monkeypatch):
     got = {f.name: f.read_bytes() for f in (cold / "encode-shards").glob("part-*")}
     assert got == want and len(want) >= 3
     assert len(bridged) >= 3  # every shard went through the bridge
+
+
+def test_a_big_corpus_waits_for_the_kernels_instead_of_the_bridge(work, tmp_path, monkeypatch, tok):
+    from dwstok import kernel_cache
+
+    waited = []
+    monkeypatch.setattr(encode_shards, "BRIDGE_MAX_BYTES", 0)  # every corpus is big
+    monkeypatch.setattr(kernel_cache, "usable", lambda: bool(waited))
+    monkeypatch.setattr(kernel_cache, "wait", lambda: waited.append(1))
+    files, texts, _ = corpus_files(tmp_path / "corpus")
+    encode_shards._load_cached.cache_clear()
+    run(work, [str(tmp_path / "corpus")])
+    assert waited == [1]
+    r = ShardReader(work / "encode-shards")
+    assert [r.doc(i).tolist() for i in range(len(r))] == [tok.encode(t) for t in texts]
