@@ -118,7 +118,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         shards = plan_shards(inputs.require_corpus(), config.corpus)
     if not shards or all(s.bytes == 0 for s in shards):
         raise InputError("empty corpus: the files given hold no documents")
-    if total_bytes(shards) > BRIDGE_MAX_BYTES and not kernel_cache.usable():
+    big = total_bytes(shards) > BRIDGE_MAX_BYTES
+    if big and not kernel_cache.usable():
         kernel_cache.wait()  # a big corpus: the kernels, even after a compile, are sooner done
     config_hash = config.hash_of(*CONFIG_KEYS)
     inputs_hash = hash_obj({"corpus": corpus_fingerprint(shards), UPSTREAM: up.output_hash})
@@ -138,6 +139,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
                 tok.sha256,
                 hash_obj({"config": config_hash, "model": tok.sha256, "shard": s.key(), "index": s.index}),
                 reporter,
+                big,
             )
             for s in shards
         ]
@@ -195,6 +197,7 @@ class _Task:
     model_sha256: str
     key: str
     progress: Any = None  # a shard_progress.Reporter, or None
+    wait_for_kernels: bool = False  # a big corpus: a worker process (Ray) waits, as the stage did
 
     @property
     def bytes(self) -> int:
@@ -226,6 +229,8 @@ def _encode_shard(task: _Task) -> dict[str, Any]:
     if prev is not None:
         return shard_progress.shard_result(prev.outputs, prev.stats, shard_bytes=task.shard.bytes)
 
+    if task.wait_for_kernels and not kernel_cache.usable():
+        kernel_cache.wait()
     tok = _worker_model(task.model, task.model_sha256, task.config)
     name = part_name(task.shard.index)
     by_lang: dict[str, Counter] = {}
