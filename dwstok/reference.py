@@ -2,17 +2,20 @@
 
 Slow (a quadratic merge loop per pretoken) and obviously right; for spot checks that
 must not depend on the kernels, such as the check after every export, which then needs
-no compiled kernel.
+no compiled kernel, and as the oracle the kernels' tests compare to.
 
-- ``merges`` models: repeatedly apply the lowest-ranked merge to the leftmost adjacent
-  pair it matches;
-- ``ranks`` models (tiktoken): a pretoken that is a token is emitted whole; otherwise
-  repeatedly merge the leftmost adjacent pair whose concatenation has the lowest rank.
+- ``merge_order`` (``merges`` models): repeatedly apply the lowest-ranked listed merge
+  to the leftmost adjacent pair that matches it (HF ``ignore_merges: false``);
+- ``tiktoken_ranks`` (``ranks`` models): tiktoken's ``_byte_pair_merge``: a piece that is
+  a token is emitted whole; otherwise repeatedly merge the leftmost adjacent pair whose
+  concatenation has the lowest rank.
 
+>>> merge_order(b"aaab", {(b"a", b"a"): 0, (b"aa", b"a"): 1, (b"aaa", b"b"): 2})
+[b'aaab']
 >>> from dwstok import Tokenizer
 >>> tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"a"), (b"aa", b"a")])
 >>> encode(tok, "aaaa aa")
-[257, 97, 32, 256]
+[256, 256, 32, 256]
 """
 
 from __future__ import annotations
@@ -27,13 +30,23 @@ def encode(tok, text: str) -> list[int]:
     ids = {t: i for i, t in enumerate(tokens) if t and i not in specials}
     if tok.merge_rule == "merges":
         rank = {(tokens[a], tokens[b]): r for r, (a, b, _) in enumerate(tok._merge_ids.tolist())}
-        merge = lambda piece: _merge(piece, lambda x, y: rank.get((x, y)))  # noqa: E731
+        merge = lambda piece: merge_order(piece, rank)  # noqa: E731
     else:
-        merge = lambda piece: [piece] if piece in ids else _merge(piece, lambda x, y: ids.get(x + y))  # noqa: E731
+        merge = lambda piece: tiktoken_ranks(piece, ids)  # noqa: E731
     out: list[int] = []
     for piece in regex.findall(tok.pattern, text):
         out += [ids[p] for p in merge(piece.encode("utf-8"))]
     return out
+
+
+def merge_order(piece: bytes, merges: dict[tuple[bytes, bytes], int]) -> list[bytes]:
+    """The parts of ``piece`` after its merges (``merges``: pair -> rank)."""
+    return _merge(piece, lambda a, b: merges.get((a, b)))
+
+
+def tiktoken_ranks(piece: bytes, ranks: dict[bytes, int]) -> list[bytes]:
+    """The parts of ``piece`` under tiktoken's rule (``ranks``: token bytes -> rank)."""
+    return [piece] if piece in ranks else _merge(piece, lambda a, b: ranks.get(a + b))
 
 
 def _merge(piece: bytes, rank_of) -> list[bytes]:
