@@ -699,8 +699,9 @@ class Tokenizer:
         if n_docs == 0:
             return
         kernels = self._native or self._native_now()
-        if kernels is None and self._hf() is not None:  # compiling: HF, on its own threads
-            done = self._bridge.encode_docs(data, offsets, 0, n_docs)
+        bridge = self._hf() if kernels is None else None
+        if bridge is not None:  # compiling: HF, on its own threads
+            done = bridge.encode_docs(data, offsets, 0, n_docs)
             if done is not None:
                 yield done
                 return
