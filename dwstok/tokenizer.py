@@ -27,6 +27,7 @@ from . import bpe, kernel_cache, model_file
 from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
 from .errors import DwstokError, ModelFileError, PatternMismatchError
 from .patterns import resolve
+from .pylist import IdLists
 from .scanner import get_scanner
 from .streaming import run_class, safe_cut
 
@@ -35,12 +36,6 @@ __all__ = ["Tokenizer", "TokenIdError"]
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
 _GROW = bpe.CACHE_GROW  # a local name: read once per call
-# Below this many ids ``ndarray.tolist()`` is as fast as taking cached ints (about 1 us).
-_TAKE_FROM = 64
-# Cached ints pay while they stay in the CPU's caches (32,768 of them take 1 MB); taking
-# each from a bigger vocabulary on mixed languages can miss, and then a fresh int from
-# ``tolist`` is as cheap. Measured by bench/list_ints.py.
-_INT_CACHE_MAX_VOCAB = 1 << 16
 # A batch on several threads is cut into up to this many ranges a thread (none under
 # ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
 # do not leave the other threads idle, and the lists of a finished range are made while
@@ -493,7 +488,7 @@ class Tokenizer:
         # pickled view is a copy), the piece caches, nor the scanner: its tables (1.1 MB
         # for o200k) come from the pattern, once per process.
         state = dict(self.__dict__)
-        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_pyints"):
+        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_id_lists"):
             state.pop(k, None)
         state["_packed_tables"] = self._native[0] if self._native is not None else None
         return state
@@ -582,23 +577,15 @@ class Tokenizer:
         return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
 
     @cached_property
-    def _pyints(self) -> np.ndarray | None:
-        """The Python int of every id, as an object array (None for a vocabulary too big
-        to stay in cache: see ``_INT_CACHE_MAX_VOCAB``).
-
-        ``ndarray.tolist()`` makes a new int object per id; ``take`` from here only counts
-        references to ints made once.
-        """
-        if self.n_vocab > _INT_CACHE_MAX_VOCAB:
-            return None
-        return np.arange(self.n_vocab, dtype=np.int64).astype(object)
+    def _id_lists(self) -> IdLists:
+        return IdLists(self.n_vocab)
 
     def _as_list(self, ids: np.ndarray) -> list[int]:
-        """``ids.tolist()``, for ids below ``n_vocab``, from the cached ints if there are."""
-        ints = self._pyints
-        if ints is None or ids.size < _TAKE_FROM:
+        """``ids.tolist()``, for ids below ``n_vocab``, from ints made once (dwstok.pylist).
+        Not while the kernels compile: its kernel would compile here, in the foreground."""
+        if self._native is None:
             return ids.tolist()
-        return ints.take(ids).tolist()
+        return self._id_lists.to_list(ids)
 
     def encode_with_offsets(
         self, text: str, *, allowed_special: Iterable[str] | str = ()

@@ -52,6 +52,7 @@ def warm() -> float:
             ids = tok.encode(t)
             tok.encode_to_numpy(t)
             tok.decode(ids)
+        tok.encode(" ".join(texts))  # long enough for pylist's kernel
         tok.encode_batch(texts, num_threads=1)
         bufs = [t.encode() for t in texts]
         offsets = np.zeros(len(bufs) + 1, np.int64)

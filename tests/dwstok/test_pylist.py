@@ -1,0 +1,95 @@
+"""dwstok.pylist: lists of ids from cached ints, against ``tolist()`` and reference counts."""
+
+import gc
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from dwstok import pylist
+from dwstok.pylist import FILL_FROM, IdLists
+
+
+def test_layout_check_passes_on_this_interpreter():
+    # CI runs a GIL build of CPython: the fast path must be the one under test
+    assert pylist._check_layout()
+
+
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64, np.uint16])
+def test_lists_equal_tolist(dtype):
+    rng = np.random.default_rng(0)
+    lists = IdLists(50_000)
+    for n in (0, 1, FILL_FROM - 1, FILL_FROM, 10_000):
+        ids = rng.integers(0, min(50_000, np.iinfo(dtype).max), n).astype(dtype)
+        out = lists.to_list(ids)
+        assert out == ids.tolist()
+        assert all(type(x) is int for x in out)
+
+
+def test_reference_counts_balance():
+    lists = IdLists(2000)
+    target = lists._ints[1500]  # a mortal int (not the small-int cache)
+    before = sys.getrefcount(target)
+    kept = [lists.to_list(np.full(100, 1500, np.uint32)) for _ in range(10)]
+    assert sys.getrefcount(target) == before + 1000
+    del kept
+    gc.collect()
+    assert sys.getrefcount(target) == before
+
+
+def test_small_ints_keep_their_counts_right():
+    # 0..256 are shared by the whole interpreter (immortal from 3.12: counts left alone)
+    lists = IdLists(300)
+    ids = np.arange(300, dtype=np.uint32).repeat(3)
+    lists.to_list(ids)  # a first call keeps a few references of its own (Numba's)
+    before = sys.getrefcount(255)
+    kept = [lists.to_list(ids) for _ in range(100)]
+    grew = sys.getrefcount(255) - before
+    first = kept[0]
+    del kept
+    after = sys.getrefcount(255)
+    assert grew in (0, 300)  # immortal, or one per reference
+    assert after - before in (0, 3)  # `first` holds three
+    assert first == ids.tolist()
+
+
+def test_id_out_of_range_falls_back_without_a_broken_list():
+    lists = IdLists(100)
+    ids = np.arange(FILL_FROM * 2, dtype=np.int64)
+    ids[-1] = 1_000  # beyond the vocabulary: tolist's answer, not garbage
+    assert lists.to_list(ids) == ids.tolist()
+    ids[-1] = -1
+    assert lists.to_list(ids) == ids.tolist()
+    gc.collect()
+
+
+def test_lists_from_many_threads():
+    lists = IdLists(5000)
+    target = lists._ints[4321]
+    before = sys.getrefcount(target)
+    ids = np.full(1000, 4321, np.uint32)
+    kept: list = []
+
+    def work():
+        for _ in range(200):
+            kept.append(lists.to_list(ids))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sys.getrefcount(target) == before + 4 * 200 * 1000
+    kept.clear()
+    assert sys.getrefcount(target) == before
+
+
+def test_tokenizer_lists_share_ints(tmp_path):
+    from dwstok import Tokenizer
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b")])
+    text = "ab " * 200
+    ids = tok.encode(text)
+    assert ids == tok.encode_to_numpy(text).tolist()
+    assert ids[0] is tok.encode(text)[0]  # the same int object: made once
