@@ -315,6 +315,28 @@ def test_piece_cache_grows_with_use():
     assert free == [top]
 
 
+def test_grown_cache_finds_pieces_of_every_length():
+    # Growing moves each slot and rehashes it from its words (heads, then the tail in
+    # keys): pieces of 1 to 40 bytes must all be found again, none merged twice.
+    import random
+
+    from dwstok import bpe
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    rng = random.Random(7)
+    words = sorted({"".join(rng.choice("xyzwé") for _ in range(rng.randint(1, 40))) for _ in range(3000)})
+    text = " ".join(words)
+    want = tok.encode_to_numpy(text).tolist()
+    assert tok.encode_to_numpy(text).tolist() == want  # a first call caches only some
+    (cache,) = tok._caches._free
+    assert cache[1] > 2000
+    cache = bpe.grown_cache(cache, 64 * bpe.cache_capacity(cache))
+    used = int(cache[1])
+    tok._caches._free[:] = [cache]
+    assert tok.encode_to_numpy(text).tolist() == want
+    assert tok._caches._free == [cache] and cache[1] == used  # all found: nothing added
+
+
 def _utf8_batch(texts):
     import numpy as np
 
