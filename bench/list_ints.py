@@ -56,6 +56,25 @@ def worker(ranks: Path, sample: Path) -> dict:
             kept = [f(a) for a in arrs]
             times.setdefault(f"{name} kept", []).append(time.process_time() - c)
             del kept
+    # the same inside an encode loop (``encode()`` per document, second pass): the
+    # encoder's own work pushes the cached ints out of the CPU's caches between calls
+    from dwstok.pylist import IdLists as _IdLists
+
+    texts = [t for ts in groups.values() for t in ts]
+    for t in texts:
+        tok.encode(t)
+    for _ in range(ROUNDS):
+        for name, works in (("tolist", False), ("fill", True)):
+            _IdLists._works = works
+            c = time.process_time()
+            for t in texts:
+                tok.encode(t)
+            times.setdefault(f"{name} in encode discarded", []).append(time.process_time() - c)
+            c = time.process_time()
+            kept = [tok.encode(t) for t in texts]
+            times.setdefault(f"{name} in encode kept", []).append(time.process_time() - c)
+            del kept
+    _IdLists._works = None
     return {"n_vocab": tok.n_vocab, "ids": int(sum(a.size for a in arrs)), "docs": len(arrs),
             "ms": {k: statistics.median(v) * 1e3 for k, v in times.items()}}
 
@@ -88,6 +107,13 @@ def main() -> None:
             base = m[f"tolist {use}"]
             cells = " | ".join(f"{m[f'{w} {use}']:.1f} | {base / m[f'{w} {use}']:.2f}x" for w in ways)
             md.append(f"| {r['n_vocab']} | {r['ids']} | {use} | {base:.1f} | {cells} |")
+    md += ["", "`encode()` per document, second pass, whole loop CPU ms (tolist: dwstok.pylist turned off)", "",
+           "| n_vocab | use | tolist | fill | ratio |", "| ---: | --- | ---: | ---: | ---: |"]
+    for r in rows:
+        m = r["ms"]
+        for use in ("discarded", "kept"):
+            a, b = m[f"tolist in encode {use}"], m[f"fill in encode {use}"]
+            md.append(f"| {r['n_vocab']} | {use} | {a:.1f} | {b:.1f} | {a / b:.2f}x |")
     print("\n".join(md))
     out = ROOT / "bench" / "results"
     stem = out / f"list-ints-{time.strftime('%Y%m%d-%H%M%S')}"
