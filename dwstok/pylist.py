@@ -1,7 +1,7 @@
 """Python lists of token ids made from one cached ``int`` object per id.
 
-``ndarray.tolist()`` allocates a new int object for every id, which costs about as much
-as a third of the encoding itself. ``IdLists`` keeps the ints ``0 .. n_vocab-1`` alive
+``ndarray.tolist()`` allocates a new int object for every id, a large share of what an
+``encode()`` call costs. ``IdLists`` keeps the ints ``0 .. n_vocab-1`` alive
 and fills a new list with references to them: one reference-count increment and one
 pointer store per id, in a kernel. No library does this (NumPy's ``take`` on an object
 array and then ``tolist`` counts every reference three times); fastokens does the same
@@ -28,7 +28,7 @@ import sysconfig
 import numba
 import numpy as np
 
-# Below this many ids ``tolist`` costs about as little as the kernel's call (~1.5 us).
+# Below this many ids ``tolist`` costs as little as calling the kernel (bench/list_ints.py).
 FILL_FROM = 64
 # ``PyListObject``: ob_refcnt, ob_type, ob_size, then ob_item (64-bit builds).
 _OB_ITEM_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)

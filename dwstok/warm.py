@@ -52,7 +52,8 @@ def warm() -> float:
             ids = tok.encode(t)
             tok.encode_to_numpy(t)
             tok.decode(ids)
-        tok.encode(" ".join(texts))  # long enough for pylist's kernel
+        tok.encode(" ".join(texts))  # long enough for pylist's kernel (uint32 ids)
+        tok.encode_with_offsets(" ".join(texts))  # and its int64 offsets
         tok.encode_batch(texts, num_threads=1)
         bufs = [t.encode() for t in texts]
         offsets = np.zeros(len(bufs) + 1, np.int64)

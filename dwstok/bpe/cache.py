@@ -96,8 +96,7 @@ def _copy_cache(CP, NP):
     ``vals`` and ``keys`` are copied whole, to the same offsets, so a slot moves as its
     four words; its hash comes from them (the packed heads, then the tail in ``keys``),
     as :func:`_hash_bytes` makes it from the bytes. Growing is the one slow call in a
-    run of short ones: on the biggest step (2^17 to 2^19 slots, 33k pieces) rebuilding
-    each piece's bytes to hash them had cost as much as clearing the new slots.
+    run of short ones, and rebuilding each piece's bytes to hash them had doubled it.
 
     Also how :func:`new_cache` clears a cache (``CP`` then has no slots): one compiled
     entry for both, so the first cache a process makes also loads the code that grows

@@ -196,8 +196,11 @@ FIRST = """
 import sys, time
 import dwstok
 tok = dwstok.Tokenizer.load(sys.argv[1])
-ids = tok.encode("Hello world, a first encode. Grüße, 你好世界, Привет мир, 2026.")
+text = "Hello world, a first encode. Grüße, 你好世界, Привет мир, 2026."
+ids = tok.encode(text)
 print(tok._native is None, ids)
+long = tok.encode(text * 20), tok.encode_with_offsets(text * 20)  # lists from cached ints: warmed too
+
 """
 
 
