@@ -637,9 +637,11 @@ class Tokenizer:
         out: list[list[int]] = []
         # each range's lists are made as it comes back, while later ranges still encode
         for part, doc in self._encode_ranges(data, offsets, num_threads):
-            flat = self._as_list(part)
-            bounds = doc.tolist()
-            out += map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))
+            if self._native is None:  # the bridge's ids: no kernel of ours compiles here
+                flat, bounds = part.tolist(), doc.tolist()
+                out += map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))
+            else:
+                out += self._id_lists.to_lists(part, doc)
         return out
 
     def encode_utf8_batch(

@@ -93,3 +93,24 @@ def test_tokenizer_lists_share_ints(tmp_path):
     ids = tok.encode(text)
     assert ids == tok.encode_to_numpy(text).tolist()
     assert ids[0] is tok.encode(text)[0]  # the same int object: made once
+
+
+@pytest.mark.parametrize("sizes", [[], [0], [5], [0, 70, 0, 3, 200], [1] * 300])
+def test_lists_of_documents_equal_slices_of_tolist(sizes):
+    rng = np.random.default_rng(len(sizes))
+    lists = IdLists(40_000)
+    doc = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    ids = rng.integers(0, 40_000, int(doc[-1])).astype(np.uint32)
+    target = lists._ints[int(ids[0])] if ids.size else lists._ints[12_345]
+    before = sys.getrefcount(target)
+    got = lists.to_lists(ids, doc)
+    assert got == [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])]
+    assert all(type(x) is list for x in got) and all(type(i) is int for d in got for i in d)
+    del got
+    assert sys.getrefcount(target) == before
+
+
+def test_lists_of_documents_with_an_id_out_of_range_raise():
+    lists = IdLists(100)
+    with pytest.raises(ValueError, match="out of range"):
+        lists.to_lists(np.array([1, 2, 100], np.int64), np.array([0, 1, 3], np.int64))
