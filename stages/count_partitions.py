@@ -73,7 +73,9 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
         # shard is (its rows are in hash order: a stride samples their bytes evenly)
         col = read_table(p).column("piece")
         stride = max(1, len(col) // max(1, SAMPLE_ROWS // len(chosen)))
-        cols.append(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()))
+        # (its chunks: pa.chunked_array reads a ChunkedArray in its list as a sequence
+        # of Python scalars, one by one)
+        cols.extend(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()).chunks)
         del col
     sample = pc.unique(pa.chunked_array(cols, pa.large_binary()))
     sample = sample.take(pc.sort_indices(sample))
