@@ -154,10 +154,50 @@ def _install_compile_notice() -> None:
     event.register("numba:compile", Listener())
 
 
+def _load_cached_without_refresh() -> bool:
+    """Load dwstok's kernels from the disk cache without Numba's registries; True if installed.
+
+    Before it loads any cached kernel, Numba refreshes its CPU target: it imports and
+    installs the typing and lowering registries of everything it can compile (NumPy's
+    functions, typed containers, random, linalg, cffi...), once per process. Compiling
+    needs them; running object code that was compiled already does not, and a stage
+    process that only loads cached kernels paid for the refresh all the same. For a
+    kernel of ours the load here initialises only what that object code links against:
+    the runtime (NRT) and the hash secret's symbols (those of Numba's C helpers and the
+    math library are in place from the start). A compile (a cache miss, or any other
+    Numba function) still refreshes first, in the compiler. Another Numba, whose cache
+    lacks these parts, keeps its own load.
+    """
+    from numba.core import caching
+
+    cache = getattr(caching, "Cache", None)
+    original = getattr(cache, "load_overload", None)
+    if original is None or not all(hasattr(cache, a) for a in ("_load_overload", "_guard_against_spurious_io_errors")):
+        return False
+    if getattr(original, "dwstok", False):
+        return True
+
+    def load_overload(self, sig, target_context):
+        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
+        if not module.startswith("dwstok."):
+            return original(self, sig, target_context)
+        import numba.cpython.hashing  # noqa: F401  (adds the _Py_HashSecret_* symbols)
+        from numba.core.runtime import rtsys
+
+        rtsys.initialize(target_context)
+        with self._guard_against_spurious_io_errors():
+            return self._load_overload(sig, target_context)
+
+    load_overload.dwstok = True
+    cache.load_overload = load_overload
+    return True
+
+
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent])
 ensure_writable_cache()
 if not numba.config.DISABLE_JIT:
     _install_compile_notice()
+    _load_cached_without_refresh()
 
 njit = numba.njit(cache=True, nogil=True)
 """Decorator for kernels: ``@njit``."""

@@ -31,7 +31,6 @@ import numpy as np
 
 from ._jit import njit
 from .errors import ConfigError, InputError
-from .scanner import get_scanner, scan_segments
 from .merge_learner import learn_merges
 
 LANG_WEIGHT_SCALE = 1 << 20
@@ -373,6 +372,8 @@ def _documents(source, lang, with_lang: bool) -> Iterator[tuple[list[str], list[
 
 def _pieces_of_batch(texts, langs, scanner, special_re):
     """(data, piece offsets, lang of each piece or None) for a batch of documents."""
+    from .scanner import scan_segments
+
     raw = [t.encode("utf-8") for t in texts]
     data = np.frombuffer(b"".join(raw), np.uint8)
     doc_end = np.cumsum([len(r) for r in raw], dtype=np.int64)
@@ -449,6 +450,9 @@ def count_pieces(
     """
     import pyarrow as pa
     from concurrent.futures import ThreadPoolExecutor
+
+    # here, not at the top: the train stage imports this module, and needs no scanner
+    from .scanner import get_scanner
 
     scanner = get_scanner(pattern)
     special_re = None

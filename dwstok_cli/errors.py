@@ -93,14 +93,10 @@ def run_in_thread(fn: Callable[[], Any]) -> Any:
         # Signals are the main thread's business. Blocked here, they also stay blocked
         # in the worker processes this thread spawns (a signal mask survives fork and
         # exec): a Ctrl-C sent to the whole process group cannot interrupt a worker
-        # still importing, before its initializer ignores SIGINT.
+        # still importing, before its initializer ignores SIGINT. (multiprocessing's
+        # resource tracker would unblock both in the thread that starts it: the
+        # executors start it through stages.executors.start_resource_tracker.)
         if hasattr(signal, "pthread_sigmask"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
-            # multiprocessing's resource tracker unblocks both in the thread that starts
-            # it: start it now, then block them again.
-            from multiprocessing import resource_tracker
-
-            resource_tracker.ensure_running()
             signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
             box["result"] = fn()

@@ -63,5 +63,44 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.obj["debug"] = debug
 
 
+def main() -> None:
+    """The ``dwstok`` program: run the CLI, then leave without tearing the interpreter down.
+
+    A stage process is done once the CLI returns, yet the interpreter's own shutdown
+    (freeing Numba's, Arrow's and every module's objects one by one) kept it alive a
+    good while longer. So the exit handlers run, the output is flushed, and the process
+    ends with ``os._exit``. A thread that is not a daemon and still runs gets the
+    ordinary exit, which waits for it.
+    """
+    try:
+        cli()
+        code = 0
+    except SystemExit as e:
+        code = e.code
+    leave(code)
+
+
+def leave(code) -> None:
+    """End the process with ``code`` (``SystemExit``'s: None, an int, or a message for
+    stderr and exit 1) as described in :func:`main`."""
+    import atexit
+    import os
+    import sys
+    import threading
+
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()
+    for f in (sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more to say there
+            pass
+    os._exit(code or 0)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    cli()
+    main()

@@ -39,8 +39,10 @@ import numpy as np
 PART_BYTES = 4 << 20
 MAX_AUTO_PARTITIONS = 256
 SAMPLE_SHARDS = 8
-# Pieces sampled for the splitters, at most, over all the shards sampled.
+# Pieces sampled for the splitters, at most, over all the shards sampled; fewer for
+# fewer partitions (a quantile needs far fewer rows than the sort of them all costs).
 SAMPLE_ROWS = 1 << 18
+SAMPLE_ROWS_PER_PARTITION = 1 << 12
 # Rows of a shard split into partitions at a time.
 SPLIT_ROWS = 1 << 19
 
@@ -67,13 +69,16 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
         return []
     step = max(1, len(paths) // SAMPLE_SHARDS)
     chosen = paths[::step][:SAMPLE_SHARDS]
+    want = min(SAMPLE_ROWS, SAMPLE_ROWS_PER_PARTITION * k)
     cols = []
     for p in chosen:
         # every n-th row, so the sample (and its memory) stays bounded however large a
         # shard is (its rows are in hash order: a stride samples their bytes evenly)
         col = read_table(p).column("piece")
-        stride = max(1, len(col) // max(1, SAMPLE_ROWS // len(chosen)))
-        cols.append(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()))
+        stride = max(1, len(col) // max(1, want // len(chosen)))
+        # (its chunks: pa.chunked_array reads a ChunkedArray in its list as a sequence
+        # of Python scalars, one by one)
+        cols.extend(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()).chunks)
         del col
     sample = pc.unique(pa.chunked_array(cols, pa.large_binary()))
     sample = sample.take(pc.sort_indices(sample))

@@ -139,6 +139,7 @@ class LocalExecutor(Executor):
         if gil_free:
             pool = cf.ThreadPoolExecutor(max_workers=n, thread_name_prefix="dwstok-map")
         else:
+            start_resource_tracker()
             # spawn, not fork: the parent may hold pyarrow/numba threads, and a forked
             # child of a multithreaded process can deadlock on a lock some thread held.
             pool = cf.ProcessPoolExecutor(
@@ -185,6 +186,27 @@ def _stop_workers(pool) -> None:
     for p in list((getattr(pool, "_processes", None) or {}).values()):
         with contextlib.suppress(Exception):
             p.kill()
+
+
+def start_resource_tracker() -> None:
+    """Start multiprocessing's resource tracker from this thread, its signal mask kept.
+
+    Call it before this thread spawns its first worker process. The tracker unblocks
+    SIGINT and SIGTERM in the thread that starts it, and the CLI's run thread blocks both
+    so that the workers it spawns inherit the block (a Ctrl-C sent to the whole process
+    group cannot interrupt a worker still importing, before ``worker_init``). A run
+    that spawns no process (threads only) starts no tracker.
+    """
+    from multiprocessing import resource_tracker
+
+    if not hasattr(signal, "pthread_sigmask"):
+        resource_tracker.ensure_running()
+        return
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
 
 
 def worker_init(parent_pid: int) -> None:

@@ -22,6 +22,7 @@ times faster on 32-bit offsets.)
 from __future__ import annotations
 
 import functools
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -356,9 +357,21 @@ HAN_SLICE = 1 << 16  # pieces per slice in count_han
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement
 
 
-@functools.lru_cache(maxsize=1)
 def han_table() -> np.ndarray:
-    """Boolean table over all code points: True where ``regex`` matches ``\\p{Han}``."""
+    """Boolean table over all code points: True where ``regex`` matches ``\\p{Han}``.
+
+    Made once per process: the shard threads reach it together, and the first makes it
+    while the others wait (each would otherwise make its own, all holding the GIL).
+    """
+    with _HAN_LOCK:
+        return _han_table()
+
+
+_HAN_LOCK = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _han_table() -> np.ndarray:
     import regex
 
     cps = np.arange(0x110000, dtype=np.uint32)

@@ -156,8 +156,9 @@ def channel(executor: Executor, n_items: int, *, gil_free: bool = False) -> Iter
         import os
         from multiprocessing.managers import SyncManager
 
-        from .executors import worker_init
+        from .executors import start_resource_tracker, worker_init
 
+        start_resource_tracker()
         # The manager's server process dies with this one, as the pool's workers do.
         manager = SyncManager(ctx=mp.get_context("spawn"))
         manager.start(worker_init, (os.getpid(),))

@@ -60,7 +60,7 @@ def test_wheel_holds_the_presets_the_plugin_and_the_package_data(wheel):
     assert {"dwstok/tiktoken_compat.py", "dwstok/export_files.py", "dwstok_cli/config_cmd.py"} <= names
     assert not any(n.startswith(("tests/", "bench/", "configs/")) for n in names)
     ep = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
-    assert "dwstok = dwstok_cli.main:cli" in ep
+    assert "dwstok = dwstok_cli.main:main" in ep
 
 
 @pytest.fixture(scope="module")

@@ -33,3 +33,35 @@ def test_unwritable_cache_is_left_alone(tmp_path):
     (pkg / "kernels.py").write_text("x = 1\n")
     (pkg / "__pycache__").write_text("not a folder")  # mkdir and writes fail
     drop_stale_cache(pkg, [pkg])  # no error
+
+
+_LEAN = """
+import sys
+import numpy as np
+import numba
+import dwstok.merge_learner as ml
+from dwstok.scanner import get_scanner
+from stages.pretokenize import split_documents
+
+ml._interruptible = lambda call, stop, on_progress=None: call()  # in this thread
+r = ml.learn_merges(np.frombuffer(b"aaabdaaabac", np.uint8), np.array([0, 11]), np.array([1]), 3)
+offs, per_doc = split_documents(get_scanner("o200k"), np.frombuffer(b"hello world 123", np.uint8), np.array([0, 11, 15]))
+refreshed = "numba.np.arraymath" in sys.modules  # imported by Numba's refresh of its registries
+ok = numba.njit(lambda x: x + 1)(1) == 2  # a compile afterwards refreshes as usual
+print(r.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")], offs.tolist(), per_doc.tolist(), refreshed, ok)
+"""
+
+
+def test_cached_kernels_load_without_numba_refreshing_its_registries():
+    # The first run compiles what the cache lacks; the second only loads: no refresh, same results.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    runs = [subprocess.run([sys.executable, "-c", _LEAN], capture_output=True, text=True, env=env, cwd=root, timeout=600)
+            for _ in range(2)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr
+    assert runs[1].stdout.split() == ["True", "[0,", "5,", "11,", "12,", "15]", "[2,", "2]", "False", "True"]

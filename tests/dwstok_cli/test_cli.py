@@ -127,3 +127,34 @@ def test_console_script_subprocess(tmp_path, small_config, small_parquet):
     assert r.returncode == 3
     assert r.stderr == f"Error: corpus file {tmp_path / 'nope.jsonl'} not found\n"
     assert r.stdout == ""
+
+
+def _program(*args, pre="pass", cwd=ROOT):
+    """``dwstok ARGS`` through ``dwstok_cli.main.main`` (the console script's entry), after ``pre``."""
+    code = f"import sys; {pre}; sys.argv = ['dwstok', *{[str(a) for a in args]!r}]; from dwstok_cli.main import main; main()"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd, timeout=300)
+
+
+def test_program_leaves_with_the_exit_code_output_and_exit_handlers(tmp_path, small_config, small_parquet):
+    # main() ends with os._exit: the exit code, the whole output and the atexit handlers stay.
+    bye = "import atexit; atexit.register(lambda: print('bye', file=sys.stderr))"
+    w = tmp_path / "w"
+    r = _program("pretokenize", small_config, "--corpus", small_parquet, "--workdir", w, "--workers", 2, "--json", "-q", pre=bye)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["stages"][0]["status"] == "done"
+    assert r.stderr == "bye\n"
+    r = _program("pretokenize", small_config, "--corpus", tmp_path / "nope.jsonl", "--workdir", w, pre=bye)
+    assert (r.returncode, r.stdout) == (3, "")
+    assert r.stderr == f"Error: corpus file {tmp_path / 'nope.jsonl'} not found\nbye\n"
+    r = _program("no-such-command")
+    assert r.returncode == 2 and "No such command" in r.stderr
+
+
+def test_program_waits_for_a_thread_that_is_not_a_daemon():
+    # A running non-daemon thread gets the ordinary exit, which waits for it.
+    pre = ("import threading, time; threading.Thread(target=lambda: (time.sleep(0.5), print('late', flush=True)))"
+           ".start()")
+    r = _program("--version", pre=pre)
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[-1] == "late"

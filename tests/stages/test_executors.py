@@ -57,3 +57,42 @@ def test_a_failing_shard_raises_its_own_error(gil_free):
     with LocalExecutor(2, prog) as ex, pytest.raises(ValueError, match="shard 3 is bad"):
         list(ex.map(_fail_on_three, range(6), gil_free=gil_free))
     assert prog.finished is False
+
+
+_MASKS = """
+import signal, threading, sys
+from concurrent.futures import ProcessPoolExecutor
+from stages.executors import LocalExecutor
+from multiprocessing import resource_tracker
+
+def masks():
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    with LocalExecutor(2) as ex:
+        threads = list(ex.map(abs, [-1, 2], gil_free=True))
+        started = resource_tracker._resource_tracker._pid is not None  # threads spawn nothing
+        procs = list(ex.map(abs, [-1, 2]))  # a process pool: the tracker starts here
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, [])
+    print(threads == procs == [1, 2], started, resource_tracker._resource_tracker._pid is not None,
+          {signal.SIGINT, signal.SIGTERM} <= blocked)
+
+t = threading.Thread(target=masks)
+t.start()
+t.join()
+"""
+
+
+def test_the_resource_tracker_starts_with_the_first_process_and_keeps_the_thread_mask():
+    # A thread that blocks SIGINT/SIGTERM (the CLI's run thread) keeps them blocked once
+    # its pool starts the tracker; a map on threads starts no tracker at all.
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if not hasattr(signal, "pthread_sigmask"):
+        pytest.skip("no pthread_sigmask")
+    root = Path(__file__).resolve().parents[2]
+    r = subprocess.run([sys.executable, "-c", _MASKS], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": str(root)}, cwd=root)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "False", "True", "True"]

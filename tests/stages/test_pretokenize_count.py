@@ -207,3 +207,23 @@ def test_han_counts_do_not_depend_on_the_slice(monkeypatch):
     monkeypatch.setattr(pretokenize, "HAN_SLICE", 2)
     got = pretokenize._ShardCounts.count_han(t)
     assert got == want and list(got) == list(want)
+
+
+def test_han_table_is_made_once_for_threads_that_ask_together():
+    import threading
+
+    pretokenize._han_table.cache_clear()
+    start = threading.Barrier(4)
+    tables = []
+
+    def ask():
+        start.wait()
+        tables.append(pretokenize.han_table())
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert pretokenize._han_table.cache_info().misses == 1
+    assert all(t is tables[0] for t in tables) and tables[0][ord("中")] and not tables[0][ord("a")]
