@@ -241,6 +241,9 @@ def _start_background() -> subprocess.Popen | None:
     return p
 
 
+_PROBE_GRACE = 1.0  # seconds background_main waits for the lock before it steps aside
+
+
 def background_main(run) -> int:
     """Body of ``python -m dwstok.warm --background``: run ``run()`` under the lock and
     mark the kernels ready; exit 0 at once if another warm run holds the lock."""
@@ -253,7 +256,9 @@ def background_main(run) -> int:
         pass
     lock = FileLock(p[1])
     try:
-        lock.acquire(timeout=0)
+        # not timeout=0: state() takes the lock for a moment to look, and a parent that
+        # waits for this run looks every 50 ms; a warm run holds it for a minute
+        lock.acquire(timeout=_PROBE_GRACE)
     except Timeout:
         return 0
     try:

@@ -291,3 +291,31 @@ def test_wait_covers_a_child_that_has_not_taken_the_lock_yet(tmp_path):
     out = _in_fresh_cache(WAIT_FOR_OWN, cache)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ready"  # it waited for the child's whole run
+
+
+PROBED = """
+import threading, time
+from filelock import FileLock
+from dwstok import kernel_cache as k
+held = threading.Event()
+
+def probe():  # as state() does for a moment, from a parent that waits for this run
+    with FileLock(k._paths()[1]):
+        held.set()
+        time.sleep(0.3)
+
+threading.Thread(target=probe).start()
+held.wait()
+k.background_main(lambda: None)
+print(k.state())
+"""
+
+
+def test_a_background_run_does_not_step_aside_for_a_probe_of_the_lock(tmp_path):
+    # A parent waiting for its background run looks at the lock every 50 ms; a run that
+    # met one of those looks had given up, and the parent found the cache still cold.
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    out = _in_fresh_cache(PROBED, cache)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ready"
