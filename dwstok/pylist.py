@@ -206,6 +206,12 @@ def _items_address(lst: list) -> int:
     return ctypes.c_size_t.from_address(id(lst) + _OB_ITEM_OFFSET).value
 
 
+def split_tolist(ids: np.ndarray, doc: np.ndarray) -> list[list[int]]:
+    """``[ids[doc[d]:doc[d + 1]].tolist() for d ...]`` the plain way: a flat list, sliced."""
+    flat, bounds = ids.tolist(), doc.tolist()
+    return list(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+
+
 class IdLists:
     """Lists of ids below ``n_vocab``, from ints made once."""
 
@@ -227,9 +233,7 @@ class IdLists:
     def to_lists(self, ids: np.ndarray, doc: np.ndarray) -> list[list[int]]:
         """``[ids[doc[d]:doc[d + 1]].tolist() for d ...]``, sharing int objects."""
         if not self._usable():
-            flat = ids.tolist()
-            bounds = doc.tolist()
-            return list(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))
+            return split_tolist(ids, doc)
         address = _fill_lists(_C_API, ids, doc, self._addresses)
         if address == 0:
             if ids.size and (ids.min() < 0 or ids.max() >= self._addresses.size):

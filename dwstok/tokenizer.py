@@ -27,7 +27,7 @@ from . import bpe, kernel_cache, model_file
 from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
 from .errors import DwstokError, ModelFileError, PatternMismatchError
 from .patterns import resolve
-from .pylist import IdLists
+from .pylist import IdLists, split_tolist
 from .scanner import get_scanner
 from .streaming import run_class, safe_cut
 
@@ -638,8 +638,7 @@ class Tokenizer:
         # each range's lists are made as it comes back, while later ranges still encode
         for part, doc in self._encode_ranges(data, offsets, num_threads):
             if self._native is None:  # the bridge's ids: no kernel of ours compiles here
-                flat, bounds = part.tolist(), doc.tolist()
-                out += map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:]))
+                out += split_tolist(part, doc)
             else:
                 out += self._id_lists.to_lists(part, doc)
         return out
