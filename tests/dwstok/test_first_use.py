@@ -285,12 +285,17 @@ print(k.state())
 """
 
 
-def test_wait_covers_a_child_that_has_not_taken_the_lock_yet(tmp_path):
+def _state_after(code: str, tmp_path: Path) -> str:
+    """What ``code`` prints, run in a fresh process on an empty cache (it must succeed)."""
     cache = tmp_path / "numba"
     cache.mkdir()
-    out = _in_fresh_cache(WAIT_FOR_OWN, cache)
+    out = _in_fresh_cache(code, cache)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ready"  # it waited for the child's whole run
+    return out.stdout.strip()
+
+
+def test_wait_covers_a_child_that_has_not_taken_the_lock_yet(tmp_path):
+    assert _state_after(WAIT_FOR_OWN, tmp_path) == "ready"  # it waited for the child's whole run
 
 
 PROBED = """
@@ -314,8 +319,4 @@ print(k.state())
 def test_a_background_run_does_not_step_aside_for_a_probe_of_the_lock(tmp_path):
     # A parent waiting for its background run looks at the lock every 50 ms; a run that
     # met one of those looks had given up, and the parent found the cache still cold.
-    cache = tmp_path / "numba"
-    cache.mkdir()
-    out = _in_fresh_cache(PROBED, cache)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "ready"
+    assert _state_after(PROBED, tmp_path) == "ready"
