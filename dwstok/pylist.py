@@ -181,14 +181,10 @@ def _fill_lists(c_api, ids, doc, addresses):
     return outer
 
 
-_list_new = ctypes.pythonapi.PyList_New
-_list_new.restype = ctypes.py_object
-_list_new.argtypes = [ctypes.c_ssize_t]
-
-
-_decref = ctypes.pythonapi.Py_DecRef
-_decref.restype = None
-_decref.argtypes = [ctypes.c_void_p]
+# Functions of our own from the C API (not ctypes.pythonapi's shared ones, whose types
+# other code in the process may set).
+_list_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_ssize_t)(("PyList_New", ctypes.pythonapi))
+_decref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", ctypes.pythonapi))
 _C_API = np.array(
     [ctypes.cast(f, ctypes.c_void_p).value for f in (_list_new, _decref, ctypes.pythonapi.PyErr_Clear)], np.uint64
 )
