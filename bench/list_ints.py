@@ -58,14 +58,12 @@ def worker(ranks: Path, sample: Path) -> dict:
             del kept
     # the same inside an encode loop (``encode()`` per document, second pass): the
     # encoder's own work pushes the cached ints out of the CPU's caches between calls
-    from dwstok.pylist import IdLists as _IdLists
-
     texts = [t for ts in groups.values() for t in ts]
     for t in texts:
         tok.encode(t)
     for _ in range(ROUNDS):
         for name, works in (("tolist", False), ("fill", True)):
-            _IdLists._works = works
+            IdLists._works = works
             c = time.process_time()
             for t in texts:
                 tok.encode(t)
@@ -74,7 +72,7 @@ def worker(ranks: Path, sample: Path) -> dict:
             kept = [tok.encode(t) for t in texts]
             times.setdefault(f"{name} in encode kept", []).append(time.process_time() - c)
             del kept
-    _IdLists._works = None
+    IdLists._works = None
     return {"n_vocab": tok.n_vocab, "ids": int(sum(a.size for a in arrs)), "docs": len(arrs),
             "ms": {k: statistics.median(v) * 1e3 for k, v in times.items()}}
 

@@ -175,9 +175,7 @@ def _fill_lists(c_api, ids, doc, addresses):
             return np.uint64(0)
         _set_word(slots, np.uint64(d), inner)
         if m > 0:
-            items = _word(inner + _OB_ITEM)
-            for i in range(m):
-                _store_ref(items, np.uint64(i), addresses[ids[b0 + i]])
+            _fill(_word(inner + _OB_ITEM), ids[b0 : b0 + m], addresses)
     return outer
 
 
