@@ -92,32 +92,41 @@ class _CachePool:
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
+    MIN_IDS = 1 << 12  # the least room for ids a pooled ``out`` has (16 KB)
+    MAX_IDS = 1 << 20  # the most (4 MB): a longer text's room is its own, dropped after its call
 
     def __init__(self):
         self._free: list = []
 
-    def take(self, nbytes: int):
-        """A cache for a call on ``nbytes`` of text; give it back with :meth:`give`
-        (``try``/``finally``).
+    def take(self, nbytes: int, ids: int = 0):
+        """``(cache, out)`` for a call on ``nbytes`` of text: a cache, and room for at
+        least ``ids`` uint32 ids (a single call's kernel writes its ids there, not to an
+        array of its own). Give both back with :meth:`give` (``try``/``finally``).
 
         Plain methods, not a context manager: this runs once per document, and a
-        generator-based ``with`` cost about 1.5 us a call (a short call now takes 2.2 in all).
-        No lock either: ``list.pop`` and ``list.append`` are atomic.
+        generator-based ``with`` cost about 1.5 us a call. No lock either: ``list.pop``
+        and ``list.append`` are atomic.
         """
         try:
-            cache = self._free.pop()
+            cache, out = self._free.pop()
         except IndexError:
-            return bpe.new_cache(max(nbytes, self.MIN_BYTES))
-        # (a cache of ``size`` words has room for more than ``size`` bytes: one compare
-        # settles short calls)
-        if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
-            return bpe.grown_cache(cache, nbytes)
-        return cache
+            cache, out = bpe.new_cache(max(nbytes, self.MIN_BYTES)), _NO_IDS
+        else:
+            # (a cache of ``size`` words has room for more than ``size`` bytes: one
+            # compare settles short calls)
+            if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
+                cache = bpe.grown_cache(cache, nbytes)
+        if out.size < ids:
+            out = np.empty(max(ids, self.MIN_IDS), np.uint32)
+        return cache, out
 
-    def give(self, cache) -> None:
+    def give(self, cache, out) -> None:
         if cache[_GROW]:  # a quarter full, or it had to start afresh: 8 times the slots
             cache = bpe.grown_cache(cache)
-        self._free.append(cache)
+        self._free.append((cache, out if out.size <= self.MAX_IDS else _NO_IDS))
+
+
+_NO_IDS = np.empty(0, np.uint32)  # an ``out`` with no room: the first call that needs room makes it
 
 
 def _specials_in_vocab(vocab: Mapping[int, bytes], names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
@@ -522,11 +531,26 @@ class Tokenizer:
             arr = np.frombuffer(buf, np.uint8)
             return bpe.encode_bounds(arr, self._scanner.bounds(arr), native[0])
         kernel, kind, table, tables = native[2]
-        cache = self._caches.take(len(buf))
+        cache, out = self._caches.take(len(buf), len(buf))
         try:
-            return kernel(kind, table, buf, tables, cache)  # bytes as they are
+            n = kernel(kind, table, buf, tables, cache, out)  # bytes as they are
+            return out[:n].copy()  # out goes back to the pool
         finally:
-            self._caches.give(cache)
+            self._caches.give(cache, out)
+
+    def _encode_list(self, buf: bytes) -> list[int]:
+        """``_encode_bytes(buf)`` as a list, with no array of its own in between: for a
+        short text, making and dropping that array cost more than encoding it."""
+        native = self._native
+        if native is None or native[2] is None or not buf:
+            return self._as_list(self._encode_bytes(buf))
+        kernel, kind, table, tables = native[2]
+        cache, out = self._caches.take(len(buf), len(buf))
+        try:
+            n = kernel(kind, table, buf, tables, cache, out)
+            return self._id_lists.to_list(out[:n])
+        finally:
+            self._caches.give(cache, out)
 
     def _allowed(self, allowed_special) -> frozenset:
         if not allowed_special:  # the usual case, once per call
@@ -573,7 +597,7 @@ class Tokenizer:
         ([256, 33], 6)
         """
         if not allowed_special:  # the usual case, called per document: the fewest calls
-            return self._as_list(self._encode_bytes(_utf8(text)))
+            return self._encode_list(_utf8(text))
         return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
 
     @cached_property
@@ -624,7 +648,7 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode`` with no specials parsed (tiktoken's name for it)."""
-        return self._as_list(self._encode_bytes(_utf8(text)))
+        return self._encode_list(_utf8(text))
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
@@ -712,11 +736,11 @@ class Tokenizer:
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             if native:
                 sc = self._scanner
-                cache = self._caches.take(int(offsets[d1] - offsets[d0]))
+                cache, ids = self._caches.take(int(offsets[d1] - offsets[d0]))
                 try:
                     n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
                 finally:
-                    self._caches.give(cache)
+                    self._caches.give(cache, ids)
             else:
                 n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
             out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much

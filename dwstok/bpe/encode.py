@@ -56,12 +56,13 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
 
 
 @njit
-def _encode_fused_o200k(kind, table, text, P, CP):
-    """Ids of ``text`` scanned as o200k (``kind``: with digits from the right or not).
+def _encode_fused_o200k(kind, table, text, P, CP, out):
+    """The ids of ``text`` scanned as o200k (``kind``: with digits from the right or
+    not) into ``out`` (room for one a byte); return how many.
 
-    The ids go to room for one a byte, then to an array of their size: text has one a 4-5
-    bytes, and a view would keep all the room alive. The copy costs less than an ``out``
-    argument would (unboxed by the dispatcher, then shrunk by NumPy). A few pieces are
+    Into the caller's ``out``, not an array of its own: a kernel's new array costs more
+    to hand back to Python (about 1 us) than a short text costs to encode, and a caller
+    making a list needs no array at all. A few pieces are
     encoded one by one: blocking lookups to overlap them pays for itself only over many
     pieces; its setup (17 arrays) cost more than "hello world" did.
 
@@ -70,12 +71,13 @@ def _encode_fused_o200k(kind, table, text, P, CP):
     compiled 20% faster.
     """
     buf = as_u8(text)
+    if out.size < buf.size:
+        raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    out = np.empty(buf.size, np.uint32)
     n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
@@ -84,19 +86,20 @@ def _encode_fused_o200k(kind, table, text, P, CP):
             if bounds[k + 1] > bounds[k]:
                 n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
     _mark_growth(CP)
-    return out[:n].copy()
+    return n
 
 
 @njit
-def _encode_fused_cl100k(kind, table, text, P, CP):
+def _encode_fused_cl100k(kind, table, text, P, CP, out):
     """As :func:`_encode_fused_o200k`, scanned as cl100k."""
     buf = as_u8(text)
+    if out.size < buf.size:
+        raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    out = np.empty(buf.size, np.uint32)
     n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
@@ -105,19 +108,20 @@ def _encode_fused_cl100k(kind, table, text, P, CP):
             if bounds[k + 1] > bounds[k]:
                 n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
     _mark_growth(CP)
-    return out[:n].copy()
+    return n
 
 
 @njit
-def _encode_fused_gpt2(kind, table, text, P, CP):
+def _encode_fused_gpt2(kind, table, text, P, CP, out):
     """As :func:`_encode_fused_o200k`, scanned as GPT-2."""
     buf = as_u8(text)
+    if out.size < buf.size:
+        raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    out = np.empty(buf.size, np.uint32)
     n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
@@ -126,15 +130,16 @@ def _encode_fused_gpt2(kind, table, text, P, CP):
             if bounds[k + 1] > bounds[k]:
                 n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
     _mark_growth(CP)
-    return out[:n].copy()
+    return n
 
 
 _FUSED = {KIND_O200K: _encode_fused_o200k, KIND_O200K_RDIGITS: _encode_fused_o200k, KIND_CL100K: _encode_fused_cl100k, KIND_GPT2: _encode_fused_gpt2}
 
 
 def fused_kernel(kind: int):
-    """The kernel ``f(kind, table, text, P, CP)`` that :func:`_encode_fused` calls for
-    scanner ``kind``: a caller that encodes many short texts can keep it and save a call."""
+    """The kernel ``f(kind, table, text, P, CP, out) -> n`` that :func:`_encode_fused`
+    calls for scanner ``kind``: a caller that encodes many short texts can keep it, and
+    an ``out`` (uint32, room for one id a byte), and save a call and an array a text."""
     return _FUSED[kind]
 
 
@@ -145,7 +150,10 @@ def _encode_fused(kind, table, text, P, CP):
     ``P`` is the packed tables and ``CP`` a packed cache: one argument each, not 15
     (Numba's dispatcher unboxes each array argument, a large part of a short call).
     """
-    return _FUSED[kind](kind, table, text, P, CP)
+    out = np.empty(max(len(text), 1), np.uint32)
+    n = _FUSED[kind](kind, table, text, P, CP, out)
+    out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
+    return out
 
 
 def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):

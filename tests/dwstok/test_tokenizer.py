@@ -292,7 +292,7 @@ def test_piece_cache_grows_with_use():
     fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
     free = tok._caches._free
     tok.encode_to_numpy("abc abc")
-    (small,) = free
+    ((small, _),) = free
     assert bpe.cache_capacity(small) == tok._caches.MIN_BYTES
     slots = tok._caches.MIN_BYTES // 8
     # distinct pieces that are no token: more than a quarter of the slots, fewer than half
@@ -300,19 +300,48 @@ def test_piece_cache_grows_with_use():
     text = " ".join(words)
     want = fresh.encode_to_numpy(text).tolist()
     assert tok.encode_to_numpy(text).tolist() == want
-    (grown,) = free
+    ((grown, _),) = free
     used = int(grown[1])  # state[0]: slots in use
     assert bpe.cache_capacity(grown) == 8 * tok._caches.MIN_BYTES and used >= len(words)
     assert tok.encode_to_numpy(text).tolist() == want
-    assert free == [grown] and grown[1] == used  # every piece found in the grown cache
+    assert len(free) == 1 and free[0][0] is grown and grown[1] == used  # every piece found in the grown cache
     big = text * 40  # more text than the cache was sized for
     assert tok.encode_to_numpy(big).tolist() == fresh.encode_to_numpy(big).tolist()
-    assert bpe.cache_capacity(free[0]) >= min(len(big), bpe.CACHE_MAX_CAPACITY)
+    assert bpe.cache_capacity(free[0][0]) >= min(len(big), bpe.CACHE_MAX_CAPACITY)
     # The biggest cache never grows: it starts afresh when half full.
     top = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
-    free[:] = [top]
+    free[:] = [(top, free[0][1])]
     tok.encode_to_numpy("abc")
-    assert free == [top]
+    assert len(free) == 1 and free[0][0] is top
+
+
+def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
+    # A call's kernel writes its ids to room that goes back to the pool: what a call
+    # returns must be its own, unchanged by later calls; room bigger than MAX_IDS is
+    # dropped after its call, not kept.
+    import numpy as np
+
+    from dwstok import bpe
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b")])
+    first = tok.encode_to_numpy("ab ab ab")
+    as_list = tok.encode("ab " * 50)  # past FILL_FROM: the list is filled from cached ints
+    tok.encode_to_numpy("zzzz " * 40)
+    assert first.tolist() == [256, 32, 256, 32, 256] and first.flags.owndata
+    assert as_list == [256, 32] * 49 + [256, 32]
+    ((_, room),) = tok._caches._free
+    assert room.size == tok._caches.MIN_IDS
+    tok._caches.MAX_IDS = 64
+    text = "ab " * 2000
+    assert tok.encode(text) == [256, 32] * 2000
+    ((_, room),) = tok._caches._free
+    assert room.size == 0  # dropped: the next call makes room again
+    assert tok.encode_to_numpy("ab").tolist() == [256]
+    sc = tok._scanner
+    kernel = bpe.fused_kernel(sc.kind)
+    cache = bpe.new_cache(64)
+    with pytest.raises(ValueError, match="room"):
+        kernel(sc.kind, sc.table, b"abc", tok._native[0], cache, np.empty(2, np.uint32))
 
 
 def test_grown_cache_finds_pieces_of_every_length():
@@ -328,13 +357,13 @@ def test_grown_cache_finds_pieces_of_every_length():
     text = " ".join(words)
     want = tok.encode_to_numpy(text).tolist()
     assert tok.encode_to_numpy(text).tolist() == want  # a first call caches only some
-    (cache,) = tok._caches._free
+    ((cache, ids),) = tok._caches._free
     assert cache[1] > 2000
     cache = bpe.grown_cache(cache, 64 * bpe.cache_capacity(cache))
     used = int(cache[1])
-    tok._caches._free[:] = [cache]
+    tok._caches._free[:] = [(cache, ids)]
     assert tok.encode_to_numpy(text).tolist() == want
-    assert tok._caches._free == [cache] and cache[1] == used  # all found: nothing added
+    assert tok._caches._free[0][0] is cache and cache[1] == used  # all found: nothing added
 
 
 def _utf8_batch(texts):
