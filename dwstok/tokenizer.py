@@ -658,13 +658,15 @@ class Tokenizer:
         offsets = np.zeros(len(bufs) + 1, np.int64)
         np.cumsum([len(b) for b in bufs], out=offsets[1:])
         data = np.frombuffer(b"".join(bufs), np.uint8)
-        out: list[list[int]] = []
-        # each range's lists are made as it comes back, while later ranges still encode
-        for part, doc in self._encode_ranges(data, offsets, num_threads):
+
+        def lists(part: np.ndarray, doc: np.ndarray) -> list[list[int]]:
             if self._native is None:  # the bridge's ids: no kernel of ours compiles here
-                out += split_tolist(part, doc)
-            else:
-                out += self._id_lists.to_lists(part, doc)
+                return split_tolist(part, doc)
+            return self._id_lists.to_lists(part, doc)
+
+        out: list[list[int]] = []
+        for part_lists in self._encode_ranges(data, offsets, num_threads, lists):
+            out += part_lists
         return out
 
     def encode_utf8_batch(
@@ -690,11 +692,15 @@ class Tokenizer:
             base += part.size
         return ids, doc_offsets
 
-    def _encode_ranges(self, data, offsets, num_threads: int | None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(ids, doc_offsets)`` of consecutive ranges of the documents, in order.
+    def _encode_ranges(self, data, offsets, num_threads: int | None, finish=None) -> Iterator:
+        """``(ids, doc_offsets)`` of consecutive ranges of the documents, in order, or
+        what ``finish(ids, doc_offsets)`` makes of them.
 
         On one thread, one range; on more, several a thread (``_RANGES_PER_THREAD``), on a
         pool kept for the process, each yielded as soon as it and those before it are done.
+        ``finish`` runs on the thread that encoded the range, as soon as it is encoded:
+        lists made there (holding the GIL) overlap the other threads' encoding, where the
+        caller's thread made them only in range order, after the threads were done.
         """
         if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
@@ -715,7 +721,7 @@ class Tokenizer:
         if bridge is not None:  # compiling: HF, on its own threads
             done = bridge.encode_docs(data, offsets, 0, n_docs)
             if done is not None:
-                yield done
+                yield done if finish is None else finish(*done)
                 return
         kernels = kernels or self._kernels()
         native = self._scanner.kind >= 0
@@ -731,7 +737,7 @@ class Tokenizer:
         cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
         edges = np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
 
-        def work(d0: int, d1: int) -> tuple[np.ndarray, np.ndarray]:
+        def work(d0: int, d1: int):
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             if native:
@@ -743,6 +749,8 @@ class Tokenizer:
                     self._caches.give(cache, ids)
             else:
                 n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
+            if finish is not None:
+                return finish(out[:n], out_doc)
             out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
             return out, out_doc
 
