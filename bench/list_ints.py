@@ -95,7 +95,7 @@ def main() -> None:
             rows.append(json.loads(p.stdout.strip().splitlines()[-1]))
     load1 = os.getloadavg()
     ways = ("take", "fill")
-    md = [f"ids -> list, CPU ms (median of {ROUNDS}), load {load0[0]:.2f} -> {load1[0]:.2f} on {os.cpu_count()} CPUs;"
+    md = [f"ids -> list, Python {sys.version.split()[0]}, CPU ms (median of {ROUNDS}), load {load0[0]:.2f} -> {load1[0]:.2f} on {os.cpu_count()} CPUs;"
           " ratio = tolist / the way (above 1: faster than tolist)", "",
           "| n_vocab | ids | use | tolist | " + " | ".join(f"{w} | ratio" for w in ways) + " |",
           "| ---: | ---: | --- | ---: | " + " | ".join("---: | ---:" for _ in ways) + " |"]

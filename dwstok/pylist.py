@@ -1,21 +1,28 @@
-"""Python lists of token ids made from one cached ``int`` object per id.
+"""Python lists of token ids made from one shared, immortal ``int`` object per id.
 
 ``ndarray.tolist()`` allocates a new int object for every id, a large share of what an
-``encode()`` call costs. ``IdLists`` keeps the ints ``0 .. n_vocab-1`` alive
-and fills a new list with references to them: one reference-count increment and one
-pointer store per id, in a kernel. No library does this (NumPy's ``take`` on an object
-array and then ``tolist`` counts every reference three times); fastokens does the same
-from Rust.
+``encode()`` call costs. This module keeps one int object per id for the whole process
+and fills a new list with pointers to them, in a kernel. No library does this (NumPy's
+``take`` on an object array and then ``tolist`` counts every reference three times).
+
+The ints are immortal: their reference count is set to a value that no count of
+decrements brings to zero (on 3.12+, the interpreter's own immortal mark, which
+``Py_INCREF`` and ``Py_DECREF`` then leave alone). So filling a list stores pointers and
+touches no int, and on 3.12+ neither does freeing it. Counting each reference, as a
+list normally does, had cost as much as ``tolist()`` at o200k's size: the 200k ints
+(6.4 MB) do not stay in the CPU's caches, and each count written is a cache line
+fetched and dirtied. Immortal ints are never freed: there is one set per process, as
+many as the largest vocabulary used, shared by every tokenizer.
 
 ``to_lists`` makes a batch's list of lists the same way in one call (each list from
 ``PyList_New``, called by address), rather than slicing one flat list.
 
 The kernels write CPython's objects directly, so they rely on two facts about the
 interpreter: a list's items are an array of object pointers at ``ob_item``, and an
-object's reference count is the first word of its header (immortal objects, 3.12+, have
-a negative low half and are left alone, as ``Py_INCREF`` does). ``IdLists`` checks both
-on real objects the first time it is used in a process, and falls back to ``tolist()``
-on any interpreter where the check fails (free-threaded builds, PyPy, a new layout).
+object's reference count is the first word of its header. The first use in a process
+checks both on objects of its own, and falls back to ``tolist()`` on any interpreter
+where the check fails (free-threaded builds, PyPy, a new layout), before any shared int
+is made immortal.
 
 >>> lists = IdLists(1000)
 >>> lists.to_list(np.array([5, 999, 5] * 40, np.uint32))[:3]
@@ -29,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import sys
 import sysconfig
+import threading
 
 import numba
 import numpy as np
@@ -40,36 +48,6 @@ _OB_ITEM_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)
 _OB_ITEM = np.uint64(_OB_ITEM_OFFSET)  # for kernels: uint64 + int64 would be a float there
 
 
-def _make_store_ref():
-    """``store_ref(items_address, i, obj_address)``: one more reference to the object,
-    stored at ``items[i]``."""
-    if numba.config.DISABLE_JIT:
-        return None
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def store_ref(typingctx, items, i, obj):
-        sig = types.void(items, i, obj)
-
-        def codegen(context, builder, signature, args):
-            items_addr, idx, obj_addr = args
-            i64, i32 = ir.IntType(64), ir.IntType(32)
-            refcnt = builder.inttoptr(obj_addr, i64.as_pointer())
-            old = builder.load(refcnt)
-            # Py_INCREF on a GIL build: immortal objects (3.12+) keep their count
-            mortal = builder.icmp_signed(">=", builder.trunc(old, i32), i32(0))
-            builder.store(builder.select(mortal, builder.add(old, i64(1)), old), refcnt)
-            builder.store(obj_addr, builder.gep(builder.inttoptr(items_addr, i64.as_pointer()), [idx]))
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    return store_ref
-
-
-_store_ref = _make_store_ref()
 
 
 def _make_c_calls():
@@ -131,19 +109,27 @@ def _make_c_calls():
 _call_n, _call_p, _call_0, _word, _set_word = _make_c_calls()
 
 
-# Not _jit.njit: this kernel must hold the GIL, since it changes reference counts that
-# other Python threads change too.
+# Not _jit.njit: these kernels hold the GIL (they write objects other threads may read,
+# and _fill_lists calls the C API).
 @numba.njit(cache=True, nogil=False)
 def _fill(items, ids, addresses):
-    """Store a reference to ``addresses[ids[i]]`` at ``items[i]`` for every i; return how
-    many were stored (fewer than ``ids.size`` at the first id out of range)."""
+    """Store ``addresses[ids[i]]`` (an immortal object: no count to change) at
+    ``items[i]`` for every i; return how many were stored (fewer than ``ids.size`` at
+    the first id out of range)."""
     n = addresses.size
     for i in range(ids.size):
         t = ids[i]
         if t < 0 or t >= n:
             return i
-        _store_ref(items, np.uint64(i), addresses[t])
+        _set_word(items, np.uint64(i), addresses[t])
     return ids.size
+
+
+@numba.njit(cache=True, nogil=False)
+def _set_counts(addresses, count):
+    """Set the reference count of every object in ``addresses`` to ``count``."""
+    for i in range(addresses.size):
+        _set_word(addresses[i], np.uint64(0), count)
 
 
 @numba.njit(cache=True, nogil=False)
@@ -206,14 +192,54 @@ def split_tolist(ids: np.ndarray, doc: np.ndarray) -> list[list[int]]:
     return list(map(flat.__getitem__, map(slice, bounds[:-1], bounds[1:])))
 
 
+def _immortal_count() -> int:
+    """A reference count that makes an object immortal: the interpreter's own mark on
+    3.12+ (``None`` has it), else 2**62, which no program's decrements bring to 0."""
+    if sys.version_info >= (3, 12):
+        return ctypes.c_ssize_t.from_address(id(None)).value
+    return 1 << 62
+
+
+def _is_immortal(obj) -> bool:
+    count = ctypes.c_ssize_t.from_address(id(obj)).value
+    if sys.version_info >= (3, 12):
+        return ctypes.c_int32(count).value < 0  # as _Py_IsImmortal on 64-bit builds
+    return count >= 1 << 61
+
+
+_INTS: list[int] = []  # the shared ints 0, 1, ...: kept alive (and immortal) for the process
+_INT_ADDRESSES = np.zeros(0, np.uint64)
+_INTS_LOCK = threading.Lock()
+
+
+def _shared_int_addresses(n: int) -> np.ndarray:
+    """Addresses of the immortal ints 0 .. n-1 (made on first need, never freed)."""
+    global _INT_ADDRESSES
+    with _INTS_LOCK:
+        have = len(_INTS)
+        if n > have:
+            new = list(range(have, n))
+            addresses = np.fromiter(map(id, new), np.uint64, len(new))
+            _set_counts(addresses, np.uint64(_immortal_count()))
+            _INTS.extend(new)
+            _INT_ADDRESSES = np.concatenate([_INT_ADDRESSES, addresses])
+        return _INT_ADDRESSES[:n]
+
+
 class IdLists:
-    """Lists of ids below ``n_vocab``, from ints made once."""
+    """Lists of ids below ``n_vocab``, from the shared immortal ints."""
 
     _works: bool | None = None  # the layout check, once per process
 
     def __init__(self, n_vocab: int):
-        self._ints = list(range(n_vocab))  # kept alive: the lists point at these
-        self._addresses = np.fromiter(map(id, self._ints), np.uint64, n_vocab)
+        self.n_vocab = n_vocab
+        self._ids: np.ndarray | None = None  # addresses of the ints, once the check passed
+
+    @property
+    def _addresses(self) -> np.ndarray:
+        if self._ids is None:
+            self._ids = _shared_int_addresses(self.n_vocab)
+        return self._ids
 
     def to_list(self, ids: np.ndarray) -> list[int]:
         """``ids.tolist()``, sharing int objects (ids of any unsigned or signed int dtype)."""
@@ -230,8 +256,8 @@ class IdLists:
             return split_tolist(ids, doc)
         address = _fill_lists(_C_API, ids, doc, self._addresses)
         if address == 0:
-            if ids.size and (ids.min() < 0 or ids.max() >= self._addresses.size):
-                raise ValueError(f"ids out of range for a vocabulary of {self._addresses.size}")
+            if ids.size and (ids.min() < 0 or ids.max() >= self.n_vocab):
+                raise ValueError(f"ids out of range for a vocabulary of {self.n_vocab}")
             raise MemoryError("no memory for the lists of ids")
         return _take_object(int(address))
 
@@ -243,27 +269,30 @@ class IdLists:
 
 
 def _check_layout() -> bool:
-    """Whether this interpreter lays out lists and reference counts as ``_fill`` writes
-    them: fill a list from ints on a GIL build of CPython and compare it and the counts."""
+    """Whether this interpreter lays out lists and reference counts as the kernels write
+    them: on a GIL build of CPython, make ints of its own immortal, fill lists from
+    them and compare the lists and the counts."""
     if numba.config.DISABLE_JIT or sys.implementation.name != "cpython" or sysconfig.get_config_var("Py_GIL_DISABLED"):
         return False
     try:
         probe = [object()]
         if ctypes.c_size_t.from_address(_items_address(probe)).value != id(probe[0]):
             return False
-        ints = list(range(1000, 1000 + FILL_FROM))  # mortal ints (not the small-int cache)
+        ints = list(range(10**9, 10**9 + FILL_FROM))  # ints of its own, left immortal (a few bytes)
         addresses = np.fromiter(map(id, ints), np.uint64, len(ints))
+        _set_counts(addresses, np.uint64(_immortal_count()))
+        if not all(map(_is_immortal, ints)):
+            return False
         ids = np.arange(FILL_FROM, dtype=np.uint32)[::-1].copy()  # the encoder's dtype: one compile
-        before = sys.getrefcount(ints[0])
         out = _list_new(ids.size)
         if _fill(_items_address(out), ids, addresses) != ids.size:
             return False
-        ok = out == ints[::-1] and sys.getrefcount(ints[0]) == before + 1
+        ok = out == ints[::-1]
         del out
         doc = np.array([0, 0, 3, ids.size], np.int64)
         lists = _take_object(int(_fill_lists(_C_API, ids, doc, addresses)))
-        ok = ok and lists == [[], ints[::-1][:3], ints[::-1][3:]] and sys.getrefcount(ints[0]) == before + 1
+        ok = ok and lists == [[], ints[::-1][:3], ints[::-1][3:]]
         del lists
-        return ok and sys.getrefcount(ints[0]) == before
+        return ok and all(map(_is_immortal, ints))
     except Exception:  # any surprise: the plain way
         return False
