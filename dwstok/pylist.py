@@ -8,11 +8,11 @@ and fills a new list with pointers to them, in a kernel. No library does this (N
 The ints are immortal: their reference count is set to a value that no count of
 decrements brings to zero (on 3.12+, the interpreter's own immortal mark, which
 ``Py_INCREF`` and ``Py_DECREF`` then leave alone). So filling a list stores pointers and
-touches no int, and on 3.12+ neither does freeing it. Counting each reference, as a
-list normally does, had cost as much as ``tolist()`` at o200k's size: the 200k ints
-(6.4 MB) do not stay in the CPU's caches, and each count written is a cache line
-fetched and dirtied. Immortal ints are never freed: there is one set per process, as
-many as the largest vocabulary used, shared by every tokenizer.
+touches no int, and on 3.12+ neither does freeing it (before 3.12 a freed list still
+counts each int down). Counting is a write to each int, and at a large vocabulary the
+ints (6.4 MB for 200k) do not stay in the CPU's caches: each count written is a cache
+line fetched and dirtied. Immortal ints are never freed: there is one set per process,
+as many as the largest vocabulary used, shared by every tokenizer.
 
 ``to_lists`` makes a batch's list of lists the same way in one call (each list from
 ``PyList_New``, called by address), rather than slicing one flat list.
@@ -46,8 +46,6 @@ FILL_FROM = 64
 # ``PyListObject``: ob_refcnt, ob_type, ob_size, then ob_item (64-bit builds).
 _OB_ITEM_OFFSET = 3 * ctypes.sizeof(ctypes.c_ssize_t)
 _OB_ITEM = np.uint64(_OB_ITEM_OFFSET)  # for kernels: uint64 + int64 would be a float there
-
-
 
 
 def _make_c_calls():
@@ -245,8 +243,9 @@ class IdLists:
         """``ids.tolist()``, sharing int objects (ids of any unsigned or signed int dtype)."""
         if ids.size < FILL_FROM or not self._usable():
             return ids.tolist()
+        addresses = self._ids if self._ids is not None else self._addresses
         out = _list_new(ids.size)  # items NULL until filled; not seen by anyone before that
-        if _fill(_items_address(out), ids, self._addresses) != ids.size:
+        if _fill(_items_address(out), ids, addresses) != ids.size:
             return ids.tolist()  # an id out of range: freeing `out` skips its NULL items
         return out
 

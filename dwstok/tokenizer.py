@@ -698,9 +698,10 @@ class Tokenizer:
 
         On one thread, one range; on more, several a thread (``_RANGES_PER_THREAD``), on a
         pool kept for the process, each yielded as soon as it and those before it are done.
-        ``finish`` runs on the thread that encoded the range, as soon as it is encoded:
-        lists made there (holding the GIL) overlap the other threads' encoding, where the
-        caller's thread made them only in range order, after the threads were done.
+        ``finish`` runs on the thread that encoded the range, as soon as it is encoded
+        (lists made there hold the GIL while the other threads encode without it); the
+        caller's thread would take ranges in order, so a range done first would wait for
+        the ones before it.
         """
         if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
             raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
