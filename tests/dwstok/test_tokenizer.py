@@ -344,6 +344,22 @@ def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
         kernel(sc.kind, sc.table, b"abc", tok._native[0], cache, np.empty(2, np.uint32))
 
 
+def test_threads_with_texts_of_every_size_get_their_own_ids():
+    # Room for ids is pooled: callers on several threads, with texts that fit the room and
+    # texts that make it grow, must each get their own ids, and arrays already returned
+    # must not change.
+    from concurrent.futures import ThreadPoolExecutor
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b"), (b"ab", b"c")])
+    texts = [("abc " * n + f"x{n}") for n in (1, 3, 700, 5, 2000, 40, 9000, 2)] * 6
+    want = [tok.encode(t) for t in texts]
+    with ThreadPoolExecutor(4) as ex:
+        arrays = list(ex.map(tok.encode_to_numpy, texts))
+        lists = list(ex.map(tok.encode, texts))
+    assert lists == want
+    assert [a.tolist() for a in arrays] == want
+
+
 def test_grown_cache_finds_pieces_of_every_length():
     # Growing moves each slot and rehashes it from its words (heads, then the tail in
     # keys): pieces of 1 to 40 bytes must all be found again, none merged twice.
