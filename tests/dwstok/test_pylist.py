@@ -111,3 +111,22 @@ def test_lists_of_documents_with_an_id_out_of_range_raise():
     lists = IdLists(100)
     with pytest.raises(ValueError, match="out of range"):
         lists.to_lists(np.array([1, 2, 100], np.int64), np.array([0, 1, 3], np.int64))
+
+
+def test_a_forked_child_makes_lists_from_the_inherited_ints_and_more():
+    # A data loader's workers are forked: they inherit the immortal ints, and may need
+    # more of them (a bigger vocabulary) than the parent made.
+    import os
+
+    lists = IdLists(3000)
+    ids = np.arange(2900, 3000, dtype=np.uint32)
+    assert lists.to_list(ids) == ids.tolist()
+    pid = os.fork()
+    if pid == 0:  # the child: exit 0 only if every list is right
+        ok = lists.to_list(ids) == ids.tolist()
+        big = np.arange(60_000, 60_100, dtype=np.uint32)
+        ok = ok and IdLists(70_000).to_list(big) == big.tolist()
+        os._exit(0 if ok and pylist._is_immortal(pylist._INTS[60_050]) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert lists.to_list(ids) == ids.tolist()
