@@ -149,6 +149,20 @@ def _specials(ranks: Path) -> dict[str, int]:
     return {"<|endoftext|>": len(ranks.read_bytes().splitlines())}
 
 
+def tiktoken_encoding(ranks: Path):
+    """tiktoken's own encoder for a rank file (o200k_base, or its first N ranks) with
+    GPT-4o's pattern, the peer every encode benchmark checks ids against."""
+    import tiktoken
+    import tiktoken.load
+
+    from dwstok.patterns import PATTERNS
+
+    return tiktoken.Encoding(
+        "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)),
+        special_tokens=_specials(ranks),
+    )
+
+
 def _runner(mode: str, encoder: str, threads: int, ranks: Path):
     """A function texts -> number of tokens, for one case."""
     import numpy as np
@@ -188,15 +202,7 @@ def _runner(mode: str, encoder: str, threads: int, ranks: Path):
 
         return flat
     if encoder == "tiktoken":
-        import tiktoken
-        import tiktoken.load
-
-        from dwstok.patterns import PATTERNS
-
-        enc = tiktoken.Encoding(
-            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(ranks)),
-            special_tokens=_specials(ranks),
-        )
+        enc = tiktoken_encoding(ranks)
         if mode == "list":
             return lambda ts: sum(len(enc.encode_ordinary(t)) for t in ts)
         return lambda ts: sum(map(len, enc.encode_ordinary_batch(ts, num_threads=threads)))

@@ -109,15 +109,9 @@ def _encoder(case: str):
             lambda ts: len(ft.encode_batch_flat(ts, split_special_tokens=True)[0]) // 4,
         )
     if case == "tiktoken":
-        import tiktoken
-        import tiktoken.load
+        from encode import tiktoken_encoding
 
-        from dwstok.patterns import PATTERNS
-
-        enc = tiktoken.Encoding(
-            "o200k_base", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(RANKS)),
-            special_tokens=SPECIALS,
-        )
+        enc = tiktoken_encoding(RANKS)
         return (lambda t: len(enc.encode_ordinary(t)), None)
     import numpy as np
 

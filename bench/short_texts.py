@@ -30,9 +30,8 @@ import sys
 import time
 from pathlib import Path
 
-from paths import ROOT, SHARED  # noqa: E402  (bench/ is on sys.path when run as a script)
-
-RANKS = SHARED / "reftok" / "o200k_base.tiktoken"
+from encode import RANKS, tiktoken_encoding  # noqa: E402  (bench/ is on sys.path when run as a script)
+from paths import ROOT, SHARED  # noqa: E402
 CASES = ("dwstok-list", "dwstok-numpy", "fastokens-list", "tiktoken-list")
 BASE = "@base"
 
@@ -79,12 +78,7 @@ def _runner(case: str):
         ft = fastokens.Tokenizer.from_tiktoken(str(RANKS), encoding="o200k_base")
         f = lambda t: ft.encode(t, split_special_tokens=True).ids  # noqa: E731
         return f, f
-    import tiktoken
-    import tiktoken.load
-
-    from dwstok.patterns import PATTERNS
-
-    enc = tiktoken.Encoding("o200k", pat_str=PATTERNS["o200k"], mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(RANKS)), special_tokens={})
+    enc = tiktoken_encoding(RANKS)
     return enc.encode_ordinary, enc.encode_ordinary
 
 
