@@ -37,6 +37,7 @@ import ctypes
 import sys
 import sysconfig
 import threading
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -231,21 +232,17 @@ class IdLists:
 
     def __init__(self, n_vocab: int):
         self.n_vocab = n_vocab
-        self._ids: np.ndarray | None = None  # addresses of the ints, once the check passed
 
-    @property
+    @cached_property  # made on first use, after the layout check passed
     def _addresses(self) -> np.ndarray:
-        if self._ids is None:
-            self._ids = _shared_int_addresses(self.n_vocab)
-        return self._ids
+        return _shared_int_addresses(self.n_vocab)
 
     def to_list(self, ids: np.ndarray) -> list[int]:
         """``ids.tolist()``, sharing int objects (ids of any unsigned or signed int dtype)."""
         if ids.size < FILL_FROM or not self._usable():
             return ids.tolist()
-        addresses = self._ids if self._ids is not None else self._addresses
         out = _list_new(ids.size)  # items NULL until filled; not seen by anyone before that
-        if _fill(_items_address(out), ids, addresses) != ids.size:
+        if _fill(_items_address(out), ids, self._addresses) != ids.size:
             return ids.tolist()  # an id out of range: freeing `out` skips its NULL items
         return out
 
