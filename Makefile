@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 DWSTOK := $(VENV)/bin/dwstok
 WORK   ?= work
 VERSION ?= 32.3
-CORPUS ?= ../shared/corpus/train.parquet
+CORPUS ?=
 WORKERS ?= 2
 
 .PHONY: setup setup-runtime test test-slow demo build bench browser clean page-bundle
@@ -61,7 +61,8 @@ demo: setup-runtime
 
 # A full retrain: make build VERSION=32.3 CORPUS=path/to/corpus
 build: setup-runtime
-	$(DWSTOK) build $(VERSION) --corpus $(CORPUS) --workdir $(WORK)/$(VERSION) --workers $(WORKERS)
+	@test -n "$(CORPUS)" || { echo "make build needs CORPUS=<Parquet file, folder or glob>, e.g. make build VERSION=32.3 CORPUS='data/*.parquet'" >&2; exit 2; }
+	$(DWSTOK) build $(VERSION) --corpus '$(CORPUS)' --workdir $(WORK)/$(VERSION) --workers $(WORKERS)
 
 bench: $(VENV)/.bench
 	$(PY) bench/encode.py

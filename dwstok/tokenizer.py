@@ -343,7 +343,7 @@ class Tokenizer:
     ) -> Tokenizer:
         """A tiktoken rank file (``base64 rank`` lines); ``merge_rule="ranks"``, ids = ranks.
 
-        >>> tok = Tokenizer.from_tiktoken("../shared/reftok/cl100k_base.tiktoken",
+        >>> tok = Tokenizer.from_tiktoken("cl100k_base.tiktoken",
         ...     pattern="cl100k", special_tokens={"<|endoftext|>": 100257})  # doctest: +SKIP
         """
         path = Path(path)

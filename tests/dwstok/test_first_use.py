@@ -3,6 +3,7 @@ background process compiles the kernels; kernel_cache.py says which."""
 
 from __future__ import annotations
 
+import base64
 import os
 import subprocess
 import sys
@@ -224,6 +225,21 @@ def test_a_cold_cache_encodes_at_once_then_switches_to_the_kernels(tmp_path):
     second = subprocess.run([sys.executable, "-c", FIRST, str(model)], env=e, capture_output=True, text=True, timeout=600)
     assert second.stdout.startswith("False ") and second.stdout.split(" ", 1)[1] == first.stdout.split(" ", 1)[1]
     assert "compiling" not in second.stderr, second.stderr
+    # a tiktoken rank file's model derives its merges with kernels of its own: warmed too
+    ranks = tmp_path / "r.tiktoken"
+    toks = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello"]
+    ranks.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for r, t in enumerate(toks)))
+    third = subprocess.run([sys.executable, "-c", RANKS, str(ranks)], env=e, capture_output=True, text=True, timeout=600)
+    assert third.stdout.split() == ["[259,", "32,", "259]"], third.stderr
+    assert "compiling" not in third.stderr, third.stderr
+
+
+RANKS = """
+import sys
+from dwstok import Tokenizer
+tok = Tokenizer.from_tiktoken(sys.argv[1], pattern="o200k", special_tokens={"<|endoftext|>": 260})
+print(tok.encode("hello hello"))
+"""
 
 
 KILLED = """
