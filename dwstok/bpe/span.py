@@ -93,35 +93,50 @@ class _Block(NamedTuple):
 
 @njit_inline
 def _block(nblk):
-    """The work arrays of a block, as views of one int64 array: allocating each of them
-    on its own had been 18 allocations a call, about a third of a short call's time."""
-    r = SMALL * nblk  # room for the parts of the block's merges: int32 ids, int64 ranks
+    """The work arrays of a block, as consecutive views of one int64 array: one
+    allocation a call instead of one an array (see bench/results/encode-experiments-20261202-1730.md)."""
+    r = SMALL * nblk  # room for the parts of the block's merges
     w = np.empty(17 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8, np.int64)
-    w[2 * nblk : 3 * nblk] = 0  # nexts
-    c = 9 * nblk + (r + 1) // 2
-    d = c + r
-    bools = w[d + 8 * nblk :]
-    bools[:] = 0  # binit
-    return _Block(
-        w[0:nblk].view(np.uint64),
-        w[nblk : 2 * nblk].view(np.uint64),
-        w[2 * nblk : 3 * nblk],
-        w[3 * nblk : 4 * nblk],
-        w[4 * nblk : 5 * nblk],
-        w[5 * nblk : 6 * nblk],
-        w[6 * nblk : 7 * nblk],
-        w[7 * nblk : 8 * nblk],
-        w[8 * nblk : 9 * nblk],
-        w[9 * nblk : c].view(np.int32)[:r],
-        w[c:d],
-        w[d : d + nblk],
-        w[d + nblk : d + 2 * nblk],
-        w[d + 2 * nblk : d + 4 * nblk],
-        w[d + 4 * nblk : d + 6 * nblk],
-        w[d + 6 * nblk : d + 7 * nblk],
-        bools.view(np.bool_)[:nblk],
-        w[d + 7 * nblk : d + 8 * nblk],
-    )
+    at = 0
+    hq = w[at : at + nblk].view(np.uint64)
+    at += nblk
+    heads = w[at : at + nblk].view(np.uint64)
+    at += nblk
+    nexts = w[at : at + nblk]
+    nexts[:] = 0
+    at += nblk
+    res = w[at : at + nblk]
+    at += nblk
+    hslot = w[at : at + nblk]
+    at += nblk
+    sidx = w[at : at + nblk]
+    at += nblk
+    lidx = w[at : at + nblk]
+    at += nblk
+    bidx = w[at : at + nblk]
+    at += nblk
+    misses = w[at : at + nblk]
+    at += nblk
+    bids = w[at : at + (r + 1) // 2].view(np.int32)[:r]
+    at += (r + 1) // 2
+    brk = w[at : at + r]
+    at += r
+    boff = w[at : at + nblk]
+    at += nblk
+    bm = w[at : at + nblk]
+    at += nblk
+    pkey = w[at : at + 2 * nblk]
+    at += 2 * nblk
+    ppos = w[at : at + 2 * nblk]
+    at += 2 * nblk
+    act = w[at : at + nblk]
+    at += nblk
+    pslot = w[at : at + nblk]
+    at += nblk
+    flags = w[at:]  # (nblk + 7) // 8 words
+    flags[:] = 0
+    binit = flags.view(np.bool_)[:nblk]
+    return _Block(hq, heads, nexts, res, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
 
 
 @njit
