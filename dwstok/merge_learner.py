@@ -15,10 +15,16 @@ language weight). Pair counts are built once, then updated locally at each merge
   merged pairs, the segments of spent pairs are squeezed out and the pool is fitted
   to the rest; before the pair arrays or their table grow, spent pairs are renumbered
   away (a pair whose count fell to 0 never occurs again);
-- a max-heap holds one entry per pair. Only pairs that contain the newest token can
-  gain count, and they are new, so every other pair's entry is an upper bound of its
-  true count: a popped entry whose count is out of date is pushed back with the
-  current count, and the first up-to-date entry popped is the true maximum.
+- a max-heap holds one entry per pair worth considering. Only pairs that contain the
+  newest token can gain count, and they are new, so every other pair's entry is an
+  upper bound of its true count: a popped entry whose count is out of date is pushed
+  back with the current count, and the first up-to-date entry popped is the true
+  maximum;
+- most pairs never win (a few hundred thousand of them, against tens of thousands of
+  merges), so they wait unordered in a cold list, all below the heap's threshold.
+  When the heap runs out, the ``_HOT`` cold pairs with the highest counts go in and the
+  threshold falls to the least of them. A small heap stays in cache: its pops and
+  pushes had been a quarter of the kernel.
 
 No array is reassigned inside the per-byte loops: Numba would update its reference
 count on every byte (that cost 2 us a byte). Room for a step is made before them.
@@ -51,6 +57,9 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Initial room for pairs and listings (the tests shrink them to exercise growth).
 _CAP0 = 1 << 17
 _POOL0 = 1024
+# About how many pairs the heap takes from the cold list at a time (1,024 to 4,096
+# were alike; 8,192 and more slower, see bench/results).
+_HOT = 4096
 
 
 class TrainResult(NamedTuple):
@@ -173,6 +182,71 @@ def _find(table, pl, pr, x, y):
 
 
 @njit
+def _bucket(c):
+    """A coarse, monotone key of a count c >= 1: its bit length and the two bits below
+    the leading one (0..255)."""
+    n = 0
+    x = c
+    if x >= np.int64(1) << 32:
+        x >>= 32
+        n += 32
+    if x >= 1 << 16:
+        x >>= 16
+        n += 16
+    if x >= 1 << 8:
+        x >>= 8
+        n += 8
+    if x >= 1 << 4:
+        x >>= 4
+        n += 4
+    if x >= 1 << 2:
+        x >>= 2
+        n += 2
+    if x >= 2:
+        n += 1
+    # n: index of the leading bit
+    sub = (c >> (n - 2)) & 3 if n >= 2 else (c << (2 - n)) & 3
+    return 4 * n + sub
+
+
+@njit
+def _refill(cold, nc, pc, hot, hc, hp, pl, pr, tstart, tlen, tbytes):
+    """Move about ``hot`` of the cold pairs with the highest counts into the empty heap.
+
+    Returns (pairs left cold, heap size, the heap's threshold: the least count moved).
+    Every pair left cold counts less than every pair moved.
+    """
+    hist = np.zeros(256, np.int64)
+    for i in range(nc):
+        c = pc[cold[i]]
+        if c > 0:
+            hist[_bucket(c)] += 1
+    b = 255
+    acc = hist[b]
+    while b > 0 and acc < hot:
+        b -= 1
+        acc += hist[b]
+    k = 0
+    hn = 0
+    theta = np.int64(0x7FFFFFFFFFFFFFFF)
+    for i in range(nc):
+        q = cold[i]
+        c = pc[q]
+        if c <= 0:
+            continue
+        if _bucket(c) >= b:
+            hc[hn] = c
+            hp[hn] = q
+            hn += 1
+            _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
+            theta = min(theta, c)
+        else:
+            cold[k] = q
+            k += 1
+    return k, hn, theta
+
+
+@njit
 def _compact(occ, seg_start, seg_len, pc, n_pairs):
     """Drop the segments of spent pairs; return the pool's new end.
 
@@ -194,7 +268,7 @@ def _compact(occ, seg_start, seg_len, pc, n_pairs):
 
 
 @njit
-def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best, tstart, tlen, tbytes):
+def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best, tstart, tlen, tbytes):
     """Renumber the pairs with a positive count to 0..k-1 in order; drop the heap entries
     of the others and restore the heap. Returns (k, heap size, best's new id)."""
     remap = np.empty(n_pairs, np.int32)
@@ -218,7 +292,13 @@ def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best, tstart, 
             hp[n] = r
             n += 1
             _sift_up(hc, hp, n - 1, pl, pr, tstart, tlen, tbytes)
-    return k, n, remap[best]
+    m = 0
+    for i in range(nc):
+        r = remap[cold[i]]
+        if r != -1:
+            cold[m] = r
+            m += 1
+    return k, n, m, remap[best]
 
 
 @njit
@@ -339,7 +419,7 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
 
 
 @njit
-def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0):
+def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0, hot):
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
@@ -424,15 +504,17 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     n_table = n_pairs  # pairs in the table
     spent = 0  # listings of merged pairs still in the pool
 
-    # Heap of (count, pair): one live entry per pair with a positive count.
-    hc = np.empty(max(1024, n_pairs), np.int64)
-    hp = np.empty(max(1024, n_pairs), np.int32)
+    # Every pair with a positive count is in the heap of (count, pair), counted at least
+    # ``theta``, or in the cold list, counted less. All start cold; the first pick fills
+    # the heap.
+    hc = np.empty(1024, np.int64)
+    hp = np.empty(1024, np.int32)
     hn = np.int64(0)
+    cold = np.empty(cap, np.int32)
     for q in range(n_pairs):
-        hc[hn] = pc[q]
-        hp[hn] = q
-        hn += 1
-        _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
+        cold[q] = q
+    nc = np.int64(n_pairs)
+    theta = np.int64(0x7FFFFFFFFFFFFFFF)
 
     # Per step: the new pairs (t, c) and (c, t) made by the new token c, found by t; the
     # old pairs (t, a) and (b, t) whose counts fall, found by t; and the pieces where the
@@ -468,7 +550,16 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         else:
             best = -1
             cnt = np.int64(0)
-            while hn > 0:
+            while True:
+                if hn == 0:
+                    if nc == 0:
+                        break
+                    if nc > hc.shape[0]:
+                        hc = _grow(hc, nc)
+                        hp = _grow(hp, nc)
+                    nc, hn, theta = _refill(cold, nc, pc, hot, hc, hp, pl, pr, tstart, tlen, tbytes)
+                    if hn == 0:
+                        break
                 top_c = hc[0]
                 top_p = hp[0]
                 hn -= 1
@@ -484,11 +575,14 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                     best = top_p
                     cnt = cur
                     break
-                if cur > 0:  # the count fell since this entry was pushed: requeue
+                if cur >= theta:  # the count fell since this entry was pushed: requeue
                     hc[hn] = cur
                     hp[hn] = top_p
                     hn += 1
                     _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
+                elif cur > 0:  # fell below the heap's threshold
+                    cold[nc] = top_p
+                    nc += 1
             if best == -1:
                 return out_left, out_right, out_count, step
             a = pl[best]
@@ -518,7 +612,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             # Before growing anything, renumber the pairs still counted (spent pairs
             # never occur again), keeping their order, so the pool's segments stay in
             # pair order; the heap keeps the entries of those pairs.
-            n_pairs, hn, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, best,
+            n_pairs, hn, nc, best = _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best,
                                          tstart, tlen, tbytes)
             need = n_pairs + 2 * c + 2
             # Grow unless the collection freed a quarter of the room: late in training
@@ -530,6 +624,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 pc = _grow(pc, need)
                 seg_start = _grow(seg_start, need)
                 seg_len = _grow(seg_len, need)
+                cold = _grow(cold, need)
             size = table.shape[0]
             while 8 * need > 3 * size:  # under 1/2 until the next collection, with room to spare
                 size *= 2
@@ -584,11 +679,14 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             hc = _grow(hc, hn + n_pairs - first_new)
             hp = _grow(hp, hn + n_pairs - first_new)
         for q in range(first_new, n_pairs):
-            if pc[q] > 0:
+            if pc[q] >= theta:
                 hc[hn] = pc[q]
                 hp[hn] = q
                 hn += 1
                 _sift_up(hc, hp, hn - 1, pl, pr, tstart, tlen, tbytes)
+            elif pc[q] > 0:
+                cold[nc] = q
+                nc += 1
 
     return out_left, out_right, out_count, n_merges
 
@@ -710,7 +808,7 @@ def learn_merges(
     ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
     left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0),
+        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0, _HOT),
         stop,
         on_progress,
     )

@@ -105,6 +105,41 @@ def test_growth_paths_match_brute_force(name, monkeypatch):
     run_both(pieces, weights, n)
 
 
+@pytest.mark.parametrize("hot", [1, 3])
+@pytest.mark.parametrize("name", ["medium_random", "medium_random_small_alphabet", "all_ties", "ties_same_left",
+                                  "count_falls_to_zero", "new_pair_already_queued", "huge_weights", "mixed_scripts"])
+def test_small_heap_matches_brute_force(name, hot, monkeypatch):
+    # A heap of one or three pairs at a time: nearly every pick empties it and refills it
+    # from the cold list, and most requeues and new pairs fall below its threshold.
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml, "_HOT", hot)
+    pieces, weights, n = CORPORA[name]
+    run_both(pieces, weights, n)
+
+
+@pytest.mark.parametrize("name", sorted(FORCED))
+def test_small_heap_with_forced_merges(name, monkeypatch):
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml, "_HOT", 1)
+    pieces, weights, forced, n = FORCED[name]
+    assert run_both(pieces, weights, n, forced).merges[: len(forced)] == forced
+
+
+def test_small_heap_with_max_token_bytes(monkeypatch):
+    # pairs too long are dropped at the pick, whether they came from the heap or the cold list
+    import dwstok.merge_learner as ml
+
+    pieces, weights, n = CORPORA["medium_random"]
+    data, offsets = pieces_to_arrays(pieces)
+    want = learn_merges(data, offsets, np.array(weights), n, max_token_bytes=3)
+    monkeypatch.setattr(ml, "_HOT", 1)
+    got = learn_merges(data, offsets, np.array(weights), n, max_token_bytes=3)
+    assert got.merges == want.merges and got.counts.tolist() == want.counts.tolist()
+    assert max(len(a + b) for a, b in got.merges) <= 3
+
+
 def test_counts_past_2_to_the_32():
     # int64 counts: weights near 2**40 (a 100 GB corpus counts a piece up to ~2**35 times,
     # times a fixed-point language weight) sum past 2**32 without wrapping.
