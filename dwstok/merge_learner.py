@@ -57,8 +57,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Initial room for pairs and listings (the tests shrink them to exercise growth).
 _CAP0 = 1 << 17
 _POOL0 = 1024
-# About how many pairs the heap takes from the cold list at a time (1,024 to 4,096
-# were alike; 8,192 and more slower, see bench/results).
+# About how many pairs the heap takes from the cold list at a time: a heap this small
+# stays in cache (sizes tried: bench/results/train-heap-20261202.md).
 _HOT = 4096
 
 
