@@ -9,7 +9,7 @@ from .._jit import as_u8, njit, njit_inline
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
 from .merge import _scratch
-from .span import _encode_piece, _encode_span
+from .span import _encode_pieces, _encode_span
 from .tables import BpeTables, _unpack_tables, pack_tables
 
 FEW_PIECES = 16  # a call with up to this many pieces encodes them one by one, see _encode_fused
@@ -78,13 +78,10 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     else:
-        for k in range(nb):
-            if bounds[k + 1] > bounds[k]:
-                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+        n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
     return n
 
@@ -100,13 +97,10 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     else:
-        for k in range(nb):
-            if bounds[k + 1] > bounds[k]:
-                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+        n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
     return n
 
@@ -122,13 +116,10 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
     T = _unpack_tables(P)
     C = _cache_views(CP)
     S = _scratch(buf.size)
-    n = 0
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     else:
-        for k in range(nb):
-            if bounds[k + 1] > bounds[k]:
-                n = _encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
+        n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
     return n
 

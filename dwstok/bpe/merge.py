@@ -62,7 +62,7 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
 @njit
 def _merge_any(buf, s, e, T, ids, rk, H, out, n):
     """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
-    that the span driver, one-by-one pieces (``_encode_piece``) and ``_self_encodes``
+    that the span driver, one-by-one pieces (``_encode_pieces``) and ``_self_encodes``
     share (loaded from Numba's cache by the kernels compiled after the first), where an
     inlined copy was compiled again inside each of them.
 

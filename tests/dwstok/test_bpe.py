@@ -170,17 +170,14 @@ def test_split_token_gives_the_creating_merge():
 
 
 def test_flat_span_kernel_equals_readable_piece_steps():
-    # _encode_span is _encode_piece written out flat; both must give the same ids.
+    # _encode_span is _encode_pieces written out flat; both must give the same ids.
     import numba
 
     @numba.njit  # not cached on disk, see test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying
     def by_pieces(buf, bounds, T, out):
         C = bpe_cache._new_cache(buf.size)
         S = merge._scratch(buf.size)
-        n = 0
-        for k in range(bounds.size - 1):
-            n = span._encode_piece(buf, bounds[k], bounds[k + 1], T, C, S, out, n)
-        return n
+        return span._encode_pieces(buf, bounds, np.int64(0), bounds.size - 1, T, C, S, out, np.int64(0))
 
     tokens, t = ranks_tables(11, 60)
     rng = random.Random(5)
@@ -219,7 +216,7 @@ def test_cache_kept_across_calls_and_reset_when_full():
 
 @pytest.mark.parametrize("rule", ["ranks", "merges"])
 def test_few_pieces_one_by_one_match_the_blocked_path(rule):
-    # A call with up to FEW_PIECES pieces encodes them one by one (_encode_piece); more
+    # A call with up to FEW_PIECES pieces encodes them one by one (_encode_pieces); more
     # go through the blocked _encode_span. Both, with a fresh or a tiny (often emptied)
     # cache, give the reference ids.
     from dwstok.scanner import get_scanner
