@@ -183,28 +183,18 @@ def _find(table, pl, pr, x, y):
 
 @njit
 def _bucket(c):
-    """A coarse, monotone key of a count c >= 1: its bit length and the two bits below
-    the leading one (0..255)."""
-    n = 0
+    """A coarse, monotone key of a count c >= 1: the index of its leading bit and the
+    two bits below it (0..251).
+
+    >>> [_bucket(c) for c in (1, 2, 3, 4, 5, 7, 8, 2**40)]
+    [0, 4, 6, 8, 9, 11, 12, 160]
+    """
+    n = 0  # the index of the leading bit, by halving the width searched
     x = c
-    if x >= np.int64(1) << 32:
-        x >>= 32
-        n += 32
-    if x >= 1 << 16:
-        x >>= 16
-        n += 16
-    if x >= 1 << 8:
-        x >>= 8
-        n += 8
-    if x >= 1 << 4:
-        x >>= 4
-        n += 4
-    if x >= 1 << 2:
-        x >>= 2
-        n += 2
-    if x >= 2:
-        n += 1
-    # n: index of the leading bit
+    for width in (32, 16, 8, 4, 2, 1):
+        if x >> width:
+            x >>= width
+            n += width
     sub = (c >> (n - 2)) & 3 if n >= 2 else (c << (2 - n)) & 3
     return 4 * n + sub
 
