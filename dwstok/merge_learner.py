@@ -23,8 +23,8 @@ language weight). Pair counts are built once, then updated locally at each merge
 - most pairs never win (a few hundred thousand of them, against tens of thousands of
   merges), so they wait unordered in a cold list, all below the heap's threshold.
   When the heap runs out, the ``_HOT`` cold pairs with the highest counts go in and the
-  threshold falls to the least of them. A small heap stays in cache: its pops and
-  pushes had been a quarter of the kernel.
+  threshold falls to the least of them. A heap this small stays in cache, where one of
+  all the pairs did not (bench/results/train-heap-20261202.md).
 
 No array is reassigned inside the per-byte loops: Numba would update its reference
 count on every byte (that cost 2 us a byte). Room for a step is made before them.
@@ -57,8 +57,8 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 # Initial room for pairs and listings (the tests shrink them to exercise growth).
 _CAP0 = 1 << 17
 _POOL0 = 1024
-# About how many pairs the heap takes from the cold list at a time: a heap this small
-# stays in cache (sizes tried: bench/results/train-heap-20261202.md).
+# About how many pairs the heap takes from the cold list at a time (the sizes tried:
+# bench/results/train-heap-20261202.md).
 _HOT = 4096
 
 
@@ -259,8 +259,9 @@ def _compact(occ, seg_start, seg_len, pc, n_pairs):
 
 @njit
 def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best, tstart, tlen, tbytes):
-    """Renumber the pairs with a positive count to 0..k-1 in order; drop the heap entries
-    of the others and restore the heap. Returns (k, heap size, best's new id)."""
+    """Renumber the pairs with a positive count to 0..k-1 in order; drop the heap and
+    cold-list entries of the others and restore the heap. Returns (k, heap size, cold
+    list size, best's new id)."""
     remap = np.empty(n_pairs, np.int32)
     k = 0
     for r in range(n_pairs):

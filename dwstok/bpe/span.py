@@ -51,8 +51,8 @@ def _encode_pieces(buf, bounds, k0, k1, T, C, S, out, n):
     byte, a token emitted whole, a cached result, or a merge (then cached).
 
     One loop with one return, inlined once a call: written as an inlined function per
-    piece (with a return per case), each piece had paid reference counting on the
-    tables, cache and scratch it was handed, about 0.2 us a piece
+    piece (with a return per case), each piece had paid reference counting on the 22
+    arrays of the tables, cache and scratch it was handed, and took three times as long
     (bench/results/encode-few-pieces-20261202.md).
     """
     ids, rk, H = S
