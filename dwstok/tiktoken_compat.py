@@ -18,7 +18,7 @@ import hashlib
 import json
 import os
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,15 @@ def read_meta(path: str | os.PathLike) -> dict[str, Any]:
     if missing:
         raise ModelFileError(f"{m} lacks {', '.join(missing)}; is it a dwstok export? re-run `dwstok export`")
     return meta
+
+
+def ranks_bytes(ranks: Iterable[tuple[bytes, int]]) -> bytes:
+    """A ``.tiktoken`` rank file's bytes: ``base64(token) rank`` per line, in the order given.
+
+    >>> ranks_bytes([(b"a", 0), (b" the", 7)]).splitlines()
+    [b'YQ== 0', b'IHRoZQ== 7']
+    """
+    return b"".join(base64.b64encode(token) + b" %d\n" % rank for token, rank in ranks)
 
 
 def read_ranks(path: str | os.PathLike, *, expected_sha256: str | None = None) -> dict[bytes, int]:

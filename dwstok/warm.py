@@ -68,14 +68,13 @@ def warm() -> float:
 def _warm_ranks(texts: list[str]) -> None:
     """A tiktoken rank file's model (``merge_rule="ranks"``: from_tiktoken, load_tiktoken,
     the tiktoken_ext plugin) derives its merges from the ranks with kernels of its own."""
-    import base64
-
+    from .tiktoken_compat import ranks_bytes
     from .tokenizer import Tokenizer
 
     tokens = [bytes([b]) for b in range(256)] + [b"th", b"he", b"the", b" t", b" the", b"wo", b"wor", b"world"]
     with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
         path = Path(d) / "warm.tiktoken"
-        path.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for r, t in enumerate(tokens)))
+        path.write_bytes(ranks_bytes((t, r) for r, t in enumerate(tokens)))
         tok = Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens={"<|endoftext|>": len(tokens)})
     for t in texts[:4]:
         tok.encode(t)

@@ -26,7 +26,6 @@ Writes into ``<workdir>/export/``:
 
 from __future__ import annotations
 
-import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from typing import Any
 from dwstok.errors import ModelFileError
 from dwstok.export_files import HF_CONFIG_FILE, HF_FILE, byte_level, bytes_to_unicode, hf_pattern  # noqa: F401
 from dwstok.patterns import resolve
-from dwstok.tiktoken_compat import TIKTOKEN_FILE, TIKTOKEN_META_FILE
+from dwstok.tiktoken_compat import TIKTOKEN_FILE, TIKTOKEN_META_FILE, ranks_bytes
 from dwstok.tiktoken_compat import load_tiktoken as load_tiktoken
 
 from . import manifest as mf
@@ -212,12 +211,7 @@ def hf_tokenizer_config(tok, settings: ExportConfig = ExportConfig()) -> dict[st
 def tiktoken_ranks(tok) -> bytes:
     """The ``.tiktoken`` rank file: ``base64(token) rank`` per line, in rank order."""
     vocab, specials = _check_layout(tok)
-    lines = [
-        base64.b64encode(vocab[i]) + b" " + str(i).encode()
-        for i in sorted(vocab)
-        if i not in specials
-    ]
-    return b"\n".join(lines) + b"\n"
+    return ranks_bytes((vocab[i], i) for i in sorted(vocab) if i not in specials)
 
 
 def tiktoken_meta(tok, ranks_sha256: str, *, name: str | None = None) -> dict[str, Any]:

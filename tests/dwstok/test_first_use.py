@@ -3,7 +3,6 @@ background process compiles the kernels; kernel_cache.py says which."""
 
 from __future__ import annotations
 
-import base64
 import os
 import subprocess
 import sys
@@ -16,6 +15,7 @@ import pytest
 
 from dwstok import kernel_cache, reference
 from dwstok.hf_bridge import HfBridge
+from dwstok.tiktoken_compat import ranks_bytes
 from dwstok.tokenizer import Tokenizer
 from tests.small_model import SAMPLE, TEXTS, small_model
 
@@ -228,7 +228,7 @@ def test_a_cold_cache_encodes_at_once_then_switches_to_the_kernels(tmp_path):
     # a tiktoken rank file's model derives its merges with kernels of its own: warmed too
     ranks = tmp_path / "r.tiktoken"
     toks = [bytes([b]) for b in range(256)] + [b"he", b"ll", b"hell", b"hello"]
-    ranks.write_bytes(b"".join(base64.b64encode(t) + b" %d\n" % r for r, t in enumerate(toks)))
+    ranks.write_bytes(ranks_bytes((t, r) for r, t in enumerate(toks)))
     third = subprocess.run([sys.executable, "-c", RANKS, str(ranks)], env=e, capture_output=True, text=True, timeout=600)
     assert third.stdout.split() == ["[259,", "32,", "259]"], third.stderr
     assert "compiling" not in third.stderr, third.stderr
