@@ -276,7 +276,7 @@ def _ascii_window(buf, i, end, out, n, from_right):
 #
 # Each pattern is one flat loop. Only ``_step`` (small, inlined by LLVM) is called:
 # a call that passes arrays to a non-inlined helper costs two atomic refcount
-# updates, which made a helper-per-alternative version 8x slower.
+# updates, which made a helper-per-alternative version several times slower.
 
 
 @njit
@@ -362,8 +362,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                 # byte and a mispredicted exit a word. Bit 7 of each byte of the word
                 # says a-z or not; the first that is not is found by counting trailing
                 # zeros. Written out, not a helper: an inlined helper given ``buf`` took
-                # and dropped a reference to it, two atomic operations a word (o200k
-                # scan of dev: 37.1 -> 34.1 ms).
+                # and dropped a reference to it, two atomic operations a word.
                 k = low
                 while k + 8 <= end:
                     w = load8(buf, k)

@@ -545,8 +545,8 @@ class ShardReader:
         ``stochastok`` (a :class:`dwstok.stochastok.StochasTok`) splits the tokens of
         the stream *before* it is cut, each with a seed drawn from ``(seed, epoch)`` and
         its position, so every canonical token is in exactly one window, as its pieces;
-        the epoch gets longer instead (8.5% at ``p=0.1`` on a 32.3 model, whose
-        tokens can split 85% of the time).
+        the epoch gets longer instead (by about ``p`` times the share of tokens that
+        can split).
 
         Window order is a permutation drawn from ``(seed, epoch)`` (stream order with
         ``shuffle=False``, e.g. for evaluation). The last ``n % world_size`` windows of

@@ -63,7 +63,7 @@ _POOLS_LOCK = threading.Lock()
 
 def _thread_pool(threads: int) -> ThreadPoolExecutor:
     """A pool of ``threads`` threads kept for the process: starting one per batch cost
-    0.3 ms a call. A forked child (a data loader worker) has none of its parent's
+    more than encoding a short batch. A forked child (a data loader worker) has none of its parent's
     threads, so it makes its own.
     """
     pid = os.getpid()
@@ -88,7 +88,7 @@ class _CachePool:
     at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
     comes back with 8 times the slots and its entries. So short texts on many threads
     hold 230 KB a thread, not 28 MB. Growing copies the entries: on dev, document by
-    document, starting afresh instead had cost 5% (188 -> 197 ms).
+    document, starting afresh instead was slower.
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
@@ -104,7 +104,7 @@ class _CachePool:
         array of its own). Give both back with :meth:`give` (``try``/``finally``).
 
         Plain methods, not a context manager: this runs once per document, and a
-        generator-based ``with`` cost about 1.5 us a call. No lock either: ``list.pop``
+        generator-based ``with`` cost as much as a short text's kernel. No lock either: ``list.pop``
         and ``list.append`` are atomic.
         """
         try:

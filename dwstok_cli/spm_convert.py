@@ -131,7 +131,7 @@ def spm_tokenizer_json(path: str | Path) -> dict[str, Any]:
     merges.sort()  # highest score first; equal scores by id, then by cut
     # No piece has a ▁ after another character, so no merge crosses the start of a ▁ run:
     # cutting the text there changes nothing, and the BPE runs (and caches) word by word
-    # instead of over the whole text at once (tokenizers.js: 3 ms instead of 150 for 10 KB).
+    # instead of over the whole text at once (in tokenizers.js, far faster on long texts).
     splits = not any(_INNER_SPACE.search(t) for t in vocab)
     pre_tokenizer = (
         {"type": "Split", "pattern": {"Regex": f"{SPACE}*[^{SPACE}]+|{SPACE}+"}, "behavior": "Isolated", "invert": False}

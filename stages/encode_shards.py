@@ -94,9 +94,9 @@ def load_model(model_path: str | Path, config: Config):
     return Tokenizer.load(model_path, expect_pattern=config.pattern, expect_version=config.version)
 
 
-# While the kernels compile (a cold Numba cache) a Tokenizer encodes through HF tokenizers
-# at about 1-2 MB/s, and the compile, at a low priority beside it, takes a minute or much
-# more. A corpus over this size waits for the kernels instead (50+ MB/s).
+# While the kernels compile (a cold Numba cache) a Tokenizer encodes through HF tokenizers,
+# many times slower than the kernels, and the compile, at a low priority beside it, takes
+# a minute or more. A corpus over this size waits for the kernels instead.
 BRIDGE_MAX_BYTES = 64 << 20
 
 

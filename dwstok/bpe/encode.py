@@ -61,14 +61,14 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     not) into ``out`` (room for one a byte); return how many.
 
     Into the caller's ``out``, not an array of its own: a kernel's new array costs more
-    to hand back to Python (about 1 us) than a short text costs to encode, and a caller
+    to hand back to Python than a short text costs to encode, and a caller
     making a list needs no array at all. A few pieces are
     encoded one by one: blocking lookups to overlap them pays for itself only over many
     pieces; its setup (17 arrays) cost more than "hello world" did.
 
     The three kernels write this out rather than inline a shared body: Numba copies an
     inlined body, with all that was inlined into it, at each level, and a level less
-    compiled 20% faster.
+    compiled faster.
     """
     buf = as_u8(text)
     if out.size < buf.size:

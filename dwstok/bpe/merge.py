@@ -67,7 +67,7 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
     inlined copy was compiled again inside each of them.
 
     Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
-    constant NO_RANK the whole encoder ran 25% slower (bench/encode_ab.py).
+    constant NO_RANK the whole encoder ran markedly slower (bench/encode_ab.py).
     """
     return _merge(buf, s, e, T, (ids, rk, H), out, n, NO_RANK)
 
