@@ -15,6 +15,7 @@ with the cache it left (same corpus, a fresh workdir), plus the per-process comp
 log (``DWSTOK_COMPILE_LOG``) where the tree has it.
 
     PYTHONPATH=$PWD DWSTOK_SHARED=../shared python bench/cold_start.py --tag before
+    python bench/cold_start.py --make-demo   # + the first `make demo` from a clean clone of HEAD
     python bench/cold_start.py --tree /path/to/other/checkout --tag before   # another tree
 
 Results: bench/results/cold-start-<time>-<tag>.json and .md.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -148,6 +150,44 @@ def build(tree: Path, corpus: Path, work: Path, cache: Path, log: Path, workers:
     return {"wall_s": wall, "pid": p.pid, "compile_notices": len(notices), "bridged": bridged, "stderr_tail": p.stderr.strip().splitlines()[-3:]}
 
 
+_STAGE_LINE = re.compile(r"^(pretokenize|count|train|export|encode-shards): .*\(([\d.]+)s\)$")
+_CORPUS_LINE = re.compile(r"^demo corpus built: .*\(([\d.]+)s\)$")
+
+
+def _make_demo(clone: Path, cache: Path, work: str) -> dict:
+    """``make demo WORK=work`` in ``clone`` with Numba's cache in ``cache``: its wall time,
+    the corpus's and each stage's seconds (from its own lines), and its compile notices."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    t0 = time.perf_counter()
+    p = subprocess.run(["make", "demo", f"WORK={work}"], cwd=clone, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"make demo failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
+    lines = (p.stdout + "\n" + p.stderr).splitlines()
+    stages = {m[1]: float(m[2]) for m in map(_STAGE_LINE.match, lines) if m}
+    corpus = next((float(m[1]) for m in map(_CORPUS_LINE.match, lines) if m), None)
+    notices = [ln for ln in lines if ln.startswith("dwstok: compiling kernels")]
+    return {"wall_s": wall, "corpus_s": corpus, "stages_s": stages, "build_s": sum(stages.values()), "notices": notices}
+
+
+def make_demo(tree: Path, tmp: Path) -> dict:
+    """The first ``make demo`` from a clean clone of ``tree``'s HEAD (a new venv, packages
+    from the registry, an empty Numba cache), then, once the compile it started in the
+    background is done, a second one in the same clone on a new WORK folder."""
+    clone = tmp / "clone"
+    subprocess.run(["git", "clone", "-q", str(tree), str(clone)], check=True)
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=clone, capture_output=True, text=True).stdout.strip()
+    cache = tmp / "numba-make-demo"
+    cache.mkdir()
+    first = _make_demo(clone, cache, "work")
+    first["background_wait_s"] = wait_for_background(clone, cache)
+    second = _make_demo(clone, cache, "work-again")
+    return {"head": head, "first": first, "second": second,
+            "install_s": first["wall_s"] - (first["corpus_s"] or 0) - first["build_s"],
+            "first_use_s": first["build_s"] - second["build_s"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", type=Path, default=HERE.parent, help="checkout whose dwstok is measured")
@@ -158,6 +198,7 @@ def main() -> None:
     ap.add_argument("--warm", action="store_true", help="also time `python -m dwstok.warm` with an empty cache")
     ap.add_argument("--model", type=Path, help="first use loads this model and no demo build runs")
     ap.add_argument("--foreground", action="store_true", help="also first use with DWSTOK_COMPILE=foreground (compiling in the first encode)")
+    ap.add_argument("--make-demo", action="store_true", help="also the first `make demo` from a clean clone of the tree's HEAD (installs a venv: minutes)")
     a = ap.parse_args()
     tree = a.tree.resolve()
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
@@ -192,6 +233,8 @@ def main() -> None:
         fg = [first_use(tree, model, tmp, k, "foreground") for k in range(a.repeat)] if a.foreground else []
         if a.warm:
             res["warm"] = warm(tree, tmp)
+        if a.make_demo:
+            res["make_demo"] = make_demo(tree, tmp)
         res["load_average_end"] = os.getloadavg()
     res["first_use"] = {
         key: statistics.median([r[key] for r in runs])
@@ -238,6 +281,15 @@ def main() -> None:
                + f"; encode-shards on the HF bridge: {b['cold'].get('bridged')} cold, {b['warm'].get('bridged')} warm"
                + (f"; the warm run waited {b['cold']['background_wait_s']:.1f} s for the background compile" if b["cold"].get("background_wait_s") is not None else "")
                + ".", ""]
+    if "make_demo" in res:
+        d = res["make_demo"]
+        f, g = d["first"], d["second"]
+        md += [f"`make demo` from a clean clone of {d['head']}: first {f['wall_s']:.1f} s (install {d['install_s']:.1f} s, corpus {f['corpus_s']:.1f} s, "
+               f"build {f['build_s']:.1f} s), second {g['wall_s']:.1f} s (build {g['build_s']:.1f} s): **{d['first_use_s']:.1f} s of the first build is first use** "
+               f"(compiling, or the HF bridge meanwhile); compile notices {len(f['notices'])} first, {len(g['notices'])} second.", "",
+               "| stage | first s | second s |", "| --- | --- | --- |"]
+        md += [f"| {k} | {f['stages_s'][k]:.1f} | {g['stages_s'].get(k, float('nan')):.1f} |" for k in f["stages_s"]]
+        md += [""]
     md += ["Kernels compiled by import + load + first encode (first run, outermost only):", "", "| kernel | wall s | CPU s |", "| --- | --- | --- |"]
     md += [f"| {c[0]} | {c[1]:.2f} | {c[3]:.2f} |" for c in runs[0]["compiles"]]
     out.with_suffix(".md").write_text("\n".join(md) + "\n")
