@@ -27,7 +27,8 @@ language weight). Pair counts are built once, then updated locally at each merge
   all the pairs did not (bench/results/train-heap-20261202.md).
 
 No array is reassigned inside the per-byte loops: Numba would update its reference
-count on every byte, which cost more than the rest of the loop. Room for a step is made before them.
+count on every byte, which cost more than the rest of the loop. Room for a step is
+made before them.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by

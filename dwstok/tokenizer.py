@@ -63,8 +63,8 @@ _POOLS_LOCK = threading.Lock()
 
 def _thread_pool(threads: int) -> ThreadPoolExecutor:
     """A pool of ``threads`` threads kept for the process: starting one per batch cost
-    more than encoding a short batch. A forked child (a data loader worker) has none of its parent's
-    threads, so it makes its own.
+    more than encoding a short batch. A forked child (a data loader worker) has none of
+    its parent's threads, so it makes its own.
     """
     pid = os.getpid()
     held = _POOLS.get(threads)
@@ -104,8 +104,8 @@ class _CachePool:
         array of its own). Give both back with :meth:`give` (``try``/``finally``).
 
         Plain methods, not a context manager: this runs once per document, and a
-        generator-based ``with`` cost as much as a short text's kernel. No lock either: ``list.pop``
-        and ``list.append`` are atomic.
+        generator-based ``with`` cost as much as a short text's kernel. No lock either:
+        ``list.pop`` and ``list.append`` are atomic.
         """
         try:
             cache, out = self._free.pop()
