@@ -133,6 +133,12 @@ def small_corpus(path: Path, docs: int) -> None:
     pq.write_table(t.slice(0, docs), path)
 
 
+def _compile_notices(lines: list[str]) -> list[str]:
+    """The lines of a run that say it compiles ("compiling kernels, once per install: ..."),
+    not the notice that a compile started in the background."""
+    return [line for line in lines if "compiling kernels, once per install" in line]
+
+
 def build(tree: Path, corpus: Path, work: Path, cache: Path, log: Path, workers: int) -> dict:
     env = fresh_env(tree, cache, DWSTOK_COMPILE_LOG=str(log))
     t0 = time.perf_counter()
@@ -145,7 +151,7 @@ def build(tree: Path, corpus: Path, work: Path, cache: Path, log: Path, workers:
     if p.returncode:
         raise SystemExit(f"build failed:\n{stdout}\n{stderr}")
     p.stdout, p.stderr = stdout, stderr
-    notices = [line for line in p.stderr.splitlines() if "compiling kernels, once per install" in line]
+    notices = _compile_notices(p.stderr.splitlines())
     bridged = any("encoding through HF tokenizers" in line for line in p.stderr.splitlines())
     return {"wall_s": wall, "pid": p.pid, "compile_notices": len(notices), "bridged": bridged, "stderr_tail": p.stderr.strip().splitlines()[-3:]}
 
@@ -167,7 +173,7 @@ def _make_demo(clone: Path, cache: Path, work: str) -> dict:
     lines = (p.stdout + "\n" + p.stderr).splitlines()
     stages = {m[1]: float(m[2]) for m in map(_STAGE_LINE.match, lines) if m}
     corpus = next((float(m[1]) for m in map(_CORPUS_LINE.match, lines) if m), None)
-    notices = [ln for ln in lines if ln.startswith("dwstok: compiling kernels")]
+    notices = _compile_notices(lines)
     return {"wall_s": wall, "corpus_s": corpus, "stages_s": stages, "build_s": sum(stages.values()), "notices": notices}
 
 
