@@ -11,7 +11,7 @@ import numpy as np
 
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
-from .hashing import _avalanche, _pack8
+from .hashing import _avalanche, _pack8, _same_words
 from .pages import huge_page_array
 
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
@@ -184,13 +184,7 @@ def _probe(slots, keys, buf, s, m, hd, nd, h):
         if meta < 0:
             return False, i
         if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
-            ks = slots[_ix(i), 3] >> 32
-            same = True
-            for j in range(16, m):
-                if keys[_ix(ks + j - 16)] != buf[_ix(s + j)]:
-                    same = False
-                    break
-            if same:
+            if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
                 return True, i
         i = (i + 1) & cmask
 

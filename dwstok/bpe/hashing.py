@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._intrinsics import load8 as _load8
+from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 
 
@@ -59,6 +60,24 @@ def _hash_pair(key):
     """Hash of a pair key ``left << bits | right``."""
     h = np.uint64(key) * np.uint64(0x9E3779B97F4A7C15)
     return h ^ (h >> np.uint64(31))
+
+
+@njit_inline
+def _same_words(a, a0, b, b0, n):
+    """Whether a[a0:a0 + n] == b[b0:b0 + n] (uint8 arrays), 8 bytes at a time: the last
+    word overlaps the one before it rather than ending in a loop over single bytes.
+    The tails of long pieces (CJK, Indic) ran a byte at a time in the hit path."""
+    if n < 8:
+        for i in range(n):
+            if a[_ix(a0 + i)] != b[_ix(b0 + i)]:
+                return False
+        return True
+    i = 0
+    while i + 8 < n:
+        if _load8(a, a0 + i) != _load8(b, b0 + i):
+            return False
+        i += 8
+    return _load8(a, a0 + n - 8) == _load8(b, b0 + n - 8)
 
 
 @njit_inline

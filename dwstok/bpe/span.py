@@ -35,7 +35,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
-from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8
+from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
 from .parts import _first_parts
 from .side_by_side import _merge_side_by_side
@@ -332,14 +332,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
                 break
             if longs[_ix(i), 0] == hd and longs[_ix(i), 1] == nd and (meta >> 32) == m:
                 tt = meta & 0xFFFFFFFF
-                same = True
-                if m > 16:
-                    o = tok_off[_ix(tt)]
-                    for jj in range(16, m):
-                        if tok_bytes[_ix(o + jj)] != buf[_ix(s + jj)]:
-                            same = False
-                            break
-                if same:
+                if m <= 16 or _same_words(tok_bytes, tok_off[_ix(tt)] + 16, buf, s + 16, m - 16):
                     t = tt
                     break
             i = (i + 1) & lmask
@@ -383,13 +376,8 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             if meta < 0:
                 break
             if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
-                found = True
-                ks = slots[_ix(i), 3] >> 32
-                for jj in range(16, m):
-                    if keys[_ix(ks + jj - 16)] != buf[_ix(s + jj)]:
-                        found = False
-                        break
-                if found:
+                if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
+                    found = True
                     break
             i = (i + 1) & cmask
         if found:  # step 4 reads the slot, filled or pending
@@ -483,13 +471,8 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
                     if meta < 0:
                         break
                     if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
-                        found = True
-                        ks = slots[_ix(i), 3] >> 32
-                        for jj in range(16, m):
-                            if keys[_ix(ks + jj - 16)] != buf[_ix(s + jj)]:
-                                found = False
-                                break
-                        if found:
+                        if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
+                            found = True
                             break
                     i = (i + 1) & cmask
                 hit = i if found else -1

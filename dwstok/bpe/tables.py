@@ -20,7 +20,7 @@ import numpy as np
 
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
-from .hashing import _hash_pair, _pack8
+from .hashing import _hash_pair, _pack8, _same_words
 from .pages import huge_page_array
 
 NO_RANK = np.int64(1 << 40)
@@ -180,14 +180,7 @@ def _lookup_long(longs, tok_bytes, tok_off, buf, start, n, head, nxt, h):
             return -1
         if longs[_ix(i), 0] == head and longs[_ix(i), 1] == nxt and (meta >> 32) == n:
             t = meta & 0xFFFFFFFF
-            same = True
-            if n > 16:
-                o = tok_off[_ix(t)]
-                for j in range(16, n):
-                    if tok_bytes[_ix(o + j)] != buf[_ix(start + j)]:
-                        same = False
-                        break
-            if same:
+            if n <= 16 or _same_words(tok_bytes, tok_off[_ix(t)] + 16, buf, start + 16, n - 16):
                 return t
         i = (i + 1) & (size - 1)
 
