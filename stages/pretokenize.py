@@ -21,14 +21,13 @@ times faster on 32-bit offsets.)
 
 from __future__ import annotations
 
-import functools
-import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import regex
 
 import dwstok
 from dwstok._jit import drop_stale_cache, njit
@@ -269,15 +268,15 @@ class _ShardCounts:
     @staticmethod
     def count_han(table) -> dict[str, int]:
         """Han character counts from the shard's unique pieces (a tenth of the text's
-        size): each character weighs its piece's count, in code point order. Code points
-        are looked up in a table made from the ``regex`` module's ``\\p{Han}``, so the
-        definition is regex's.
+        size): each character weighs its piece's count, in code point order. Han is what
+        the ``regex`` module's ``\\p{Han}`` matches.
 
         Only the characters that can be Han are decoded: those of three and four bytes
-        from U+2E80 up, whose lead byte is at least 0xE2, in the pieces that hold one. So
-        the work and its arrays scale with the CJK text, not with all of it (a decode of
-        every piece to UTF-32 with a running count a byte had added ~34 MB to a shard of
-        20 MB of text, two shards at a time).
+        from U+2E80 up, whose lead byte is at least 0xE2, in the pieces that hold one; they
+        are summed by code point, and ``regex`` judges the few thousand distinct ones. So
+        the work scales with the CJK text, not with all of it (a decode of every piece to
+        UTF-32, looked up in a table of every code point that ``regex`` had classed, added
+        ~34 MB to a shard of 20 MB of text, two shards at a time).
         """
         parts = []
         counts_col = table.column("count")
@@ -294,7 +293,9 @@ class _ShardCounts:
         if not parts:
             return {}
         cps, sums = _sum_by_code_point(np.concatenate([c for c, _ in parts]), np.concatenate([w for _, w in parts]))
-        return {chr(int(c)): int(n) for c, n in zip(cps, sums) if n}
+        chars = "".join(map(chr, cps.tolist()))
+        han = {m.start() for m in _HAN.finditer(chars)}
+        return {chars[i]: int(sums[i]) for i in sorted(han) if sums[i]}
 
     def table(self):
         import pyarrow as pa
@@ -348,13 +349,16 @@ HAN_SLICE = 1 << 16  # pieces per slice in count_han
 
 
 def _han_in(part, counts: np.ndarray):
-    """``(code points, weights)`` of the Han characters in the binary array ``part`` (a
-    piece's count for each character it holds), or None when there are none."""
+    """``(code points, weights)``: the distinct characters from U+2E80 up in the binary
+    array ``part`` and the sum of the counts of the pieces that hold them (once for each
+    time a piece holds one), or None when there are none."""
     n = len(part)
     bufs = part.buffers()
     if n == 0 or bufs[2] is None:
         return None
-    width = np.int64 if part.type.equals(_large_binary()) else np.int32
+    import pyarrow as pa
+
+    width = np.int64 if pa.types.is_large_binary(part.type) else np.int32
     offs = np.frombuffer(bufs[1], dtype=width)[part.offset : part.offset + n + 1].astype(np.int64)
     utf8 = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0] : offs[-1]]
     offs -= offs[0]
@@ -370,8 +374,7 @@ def _han_in(part, counts: np.ndarray):
     b2 = ext[lead + 2].astype(np.int32) & 0x3F
     b3 = ext[lead + 3].astype(np.int32) & 0x3F
     cps = np.where(three, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3)
-    cps = np.minimum(cps, 0x10FFFF)
-    keep = (cps >= _HAN_MIN) & han_table()[cps]
+    keep = (cps >= _HAN_MIN) & (cps <= 0x10FFFF)  # (four bytes from a lead over 0xF4 are no code point)
     if not keep.any():
         return None
     piece = np.searchsorted(offs, lead[keep], side="right") - 1  # the piece each lies in
@@ -387,37 +390,8 @@ def _sum_by_code_point(cps: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray,
     return cps[first], np.add.reduceat(weight, first)
 
 
-def _large_binary():
-    import pyarrow as pa
-
-    return pa.large_binary()
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement
-
-
-def han_table() -> np.ndarray:
-    """Boolean table over all code points: True where ``regex`` matches ``\\p{Han}``.
-
-    Made once per process: the shard threads reach it together, and the first makes it
-    while the others wait (each would otherwise make its own, all holding the GIL).
-    """
-    with _HAN_LOCK:
-        return _han_table()
-
-
-_HAN_LOCK = threading.Lock()
-
-
-@functools.lru_cache(maxsize=1)
-def _han_table() -> np.ndarray:
-    import regex
-
-    cps = np.arange(0x110000, dtype=np.uint32)
-    cps = cps[(cps < 0xD800) | (cps > 0xDFFF)]
-    text = cps.astype("<u4").tobytes().decode("utf-32-le")
-    table = np.zeros(0x110000, dtype=bool)
-    for m in regex.finditer(r"\p{Han}+", text):
-        table[cps[m.start() : m.end()]] = True
-    return table
+_HAN = regex.compile(r"\p{Han}")
 
 
 def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -209,21 +209,26 @@ def test_han_counts_do_not_depend_on_the_slice(monkeypatch):
     assert got == want and list(got) == list(want)
 
 
-def test_han_table_is_made_once_for_threads_that_ask_together():
-    import threading
+def test_han_counts_agree_with_regex_on_every_kind_of_wide_character():
+    """Radicals, Kangxi, 々〇〆, extension B and the compatibility block are Han; kana,
+    Hangul, CJK punctuation, fullwidth forms, emoji and a lone surrogate are not."""
+    import random
 
-    pretokenize._han_table.cache_clear()
-    start = threading.Barrier(4)
-    tables = []
+    import pyarrow as pa
+    import regex
 
-    def ask():
-        start.wait()
-        tables.append(pretokenize.han_table())
-
-    threads = [threading.Thread(target=ask) for _ in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert pretokenize._han_table.cache_info().misses == 1
-    assert all(t is tables[0] for t in tables) and tables[0][ord("中")] and not tables[0][ord("a")]
+    chars = "⺀⻳⼀⿕々〆〇〡㐀䶿一鿿豈﨩𠀀𪛟𰀀" + "あア한。、ｘ😀€é\ud800"
+    rng = random.Random(5)
+    pieces = ["".join(rng.choice(chars) for _ in range(rng.randint(1, 6))) for _ in range(300)]
+    pieces = list(dict.fromkeys(pieces))
+    counts = [rng.randint(1, 1000) for _ in pieces]
+    want: Counter = Counter()
+    for p, c in zip(pieces, counts):
+        for ch in regex.findall(r"\p{Han}", p):
+            want[ch] += c
+    raw = [p.encode("utf-8", "surrogatepass") for p in pieces]
+    for kind in (pa.binary(), pa.large_binary()):
+        t = pa.table({"piece": pa.array(raw, kind), "count": pa.array(counts, pa.int64())})
+        got = pretokenize._ShardCounts.count_han(t)
+        assert got == dict(sorted(want.items(), key=lambda kv: ord(kv[0])))
+        assert list(got) == sorted(got, key=ord)
