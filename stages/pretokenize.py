@@ -369,15 +369,19 @@ def _han_in(part, counts: np.ndarray):
         return None
     b0 = utf8[lead].astype(np.int32)
     three = b0 < 0xF0
-    ext = np.concatenate([utf8, np.zeros(3, np.uint8)])  # a sequence cut short reads zeros: no Han
-    b1 = ext[lead + 1].astype(np.int32) & 0x3F
-    b2 = ext[lead + 2].astype(np.int32) & 0x3F
-    b3 = ext[lead + 3].astype(np.int32) & 0x3F
+    ext = np.concatenate([utf8, np.zeros(3, np.uint8)])  # a sequence cut short at the end reads zeros
+    c1, c2, c3 = ext[lead + 1], ext[lead + 2], ext[lead + 3]
+    piece = np.searchsorted(offs, lead, side="right") - 1  # the piece each lies in
+    # A character only where the bytes are one, inside its piece: a stray or cut byte
+    # (a piece is any bytes) counts as none, as no lead reads into the next piece.
+    valid = ((c1 & 0xC0) == 0x80) & ((c2 & 0xC0) == 0x80) & (three | ((c3 & 0xC0) == 0x80))
+    valid &= lead + np.where(three, 3, 4) <= offs[piece + 1]
+    b1, b2, b3 = (c.astype(np.int32) & 0x3F for c in (c1, c2, c3))
     cps = np.where(three, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3)
-    keep = (cps >= _HAN_MIN) & (cps <= 0x10FFFF)  # (four bytes from a lead over 0xF4 are no code point)
+    keep = valid & (cps >= _HAN_MIN) & (cps <= 0x10FFFF)  # (four bytes from a lead over 0xF4 are no code point)
     if not keep.any():
         return None
-    piece = np.searchsorted(offs, lead[keep], side="right") - 1  # the piece each lies in
+    piece = piece[keep]
     return _sum_by_code_point(cps[keep], counts[piece].astype(np.int64))
 
 

@@ -232,3 +232,11 @@ def test_han_counts_agree_with_regex_on_every_kind_of_wide_character():
         got = pretokenize._ShardCounts.count_han(t)
         assert got == dict(sorted(want.items(), key=lambda kv: ord(kv[0])))
         assert list(got) == sorted(got, key=ord)
+
+def test_han_counts_skip_bytes_that_are_no_utf8():
+    """A cut or stray byte (0xE4 alone, 0xFF, a lead over 0xF4) counts as no character."""
+    import pyarrow as pa
+
+    raw = [b"\xe4", b"\xff\xfe", "中".encode() + b"\xe4\xb8", b"\xf7\xbf\xbf\xbf", "文".encode()]
+    t = pa.table({"piece": pa.array(raw, pa.binary()), "count": pa.array([1, 2, 3, 4, 5], pa.int64())})
+    assert pretokenize._ShardCounts.count_han(t) == {"中": 3, "文": 5}
