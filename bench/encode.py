@@ -249,7 +249,9 @@ def _select(only: list[str] | None, threads: list[int], baseline: bool) -> list[
     return chosen
 
 
-def _summarize(cases: list[str], results: dict[str, list[dict]], group_bytes: dict[str, int], key: str = "groups") -> dict:
+def _summarize(
+    cases: list[str], results: dict[str, list[dict]], group_bytes: dict[str, int], key: str = "groups"
+) -> dict:
     """Medians per case and group, and dwstok/fastokens ratios, of the pass ``key``
     ("groups": the first, "second": the second)."""
     groups = list(group_bytes)
@@ -301,7 +303,8 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict, which: str =
     rows = summary["rows"]
     total = sum(group_bytes.values())
     lines = [
-        f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, vocab {meta['vocab']}, {which}, fresh process per case,"
+        f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, vocab {meta['vocab']}, {which},"
+        " fresh process per case,"
         f" median of {meta['repeats']}; load {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}"
         f" on {meta['cpu_count']} CPUs",
         "",
@@ -406,7 +409,8 @@ def main() -> None:
     for name, s in (("first", summary), ("second", second)):
         for clock in ("wall", "cpu"):
             for mode, r in s["ratios"][clock].items():
-                print(f"{name:6} {mode:8} {clock:4} dwstok/fastokens all {r['all']:.2f}x, worst group {r['worst'][0]} {r['worst'][1]:.2f}x")
+                print(f"{name:6} {mode:8} {clock:4} dwstok/fastokens all {r['all']:.2f}x,"
+                      f" worst group {r['worst'][0]} {r['worst'][1]:.2f}x")
     args.out.mkdir(parents=True, exist_ok=True)
     stem = args.out / f"encode-{time.strftime('%Y%m%d-%H%M%S')}"
     doc = {"meta": meta, "group_bytes": group_bytes, **summary, "second_pass": second, "count_mismatches": bad}

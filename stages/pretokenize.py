@@ -274,14 +274,13 @@ class _ShardCounts:
         Only the characters that can be Han are decoded: those of three and four bytes
         from U+2E80 up, whose lead byte is at least 0xE2, in the pieces that hold one; they
         are summed by code point, and ``regex`` judges the few thousand distinct ones. So
-        the work scales with the CJK text, not with all of it (a decode of every piece to
-        UTF-32, looked up in a table of every code point that ``regex`` had classed, added
-        ~34 MB to a shard of 20 MB of text, two shards at a time).
+        the work and its memory scale with the CJK text, not with all of it, and no table
+        of every code point is made.
         """
-        parts = []
-        counts_col = table.column("count")
         if table.num_rows == 0:
             return {}
+        parts = []
+        counts_col = table.column("count")
         row0 = 0
         for chunk in table.column("piece").chunks:
             counts = counts_col.slice(row0, len(chunk)).to_numpy()
