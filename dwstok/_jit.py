@@ -208,6 +208,13 @@ def njit_parallel(fn):
     return numba.njit(cache=True, nogil=True, parallel=True)(fn)
 
 
+njit_no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
+"""For kernels that allocate nothing and run once per call of a short text: compiled
+without Numba's runtime, so making a view or passing an array costs no reference count
+(an atomic add or subtract each, a good share of a short call). An allocation inside
+one does not compile; its callers own every array it is given. ``_nrt`` is Numba's
+own option for this."""
+
 njit_inline = numba.njit(cache=True, nogil=True, inline="always")
 """For small helpers called per byte or per lookup from other kernels: inlined at the
 Numba IR level, so passing arrays costs no reference-count traffic per call."""

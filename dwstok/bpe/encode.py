@@ -9,7 +9,7 @@ from .._jit import as_u8, njit, njit_inline
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
 from .merge import _scratch
-from .span import _encode_pieces, _encode_span
+from .span import PF_BLOCK, _encode_pieces, _encode_span, span_work
 from .tables import BpeTables, _unpack_tables, pack_tables
 
 FEW_PIECES = 16  # a call with up to this many pieces encodes them one by one, see _encode_fused
@@ -20,7 +20,8 @@ def _encode_bounds(buf, bounds, P, out):
     T = _unpack_tables(P)
     C = _new_cache(buf.size)
     S = _scratch(buf.size)
-    return _encode_span(buf, bounds, np.int64(0), bounds.size - 1, T, C, S, out, np.int64(0))  # int64 as elsewhere: one compiled _encode_span, not two
+    W = span_work(bounds.size - 1)
+    return _encode_span(buf, bounds, np.int64(0), bounds.size - 1, T, C, S, out, np.int64(0), W)  # int64 as elsewhere: one compiled _encode_span, not two
 
 
 def encode_bounds(buf: np.ndarray, bounds: np.ndarray, tables: BpeTables | np.ndarray) -> np.ndarray:
@@ -40,10 +41,11 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
     T = _unpack_tables(P)
     C = _new_cache(data.size if d1 <= d0 else bounds[doc_bidx[d1]] - bounds[doc_bidx[d0]])
     S = _scratch(data.size if d1 <= d0 else bounds[doc_bidx[d1]] - bounds[doc_bidx[d0]])
+    W = span_work(PF_BLOCK)
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
-        n = _encode_span(data, bounds, doc_bidx[d], doc_bidx[d + 1], T, C, S, out, np.int64(n))
+        n = _encode_span(data, bounds, doc_bidx[d], doc_bidx[d + 1], T, C, S, out, np.int64(n), W)
     out_doc[d1 - d0] = n
     return n
 
@@ -79,7 +81,7 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     C = _cache_views(CP)
     S = _scratch(buf.size)
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
     else:
         n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
@@ -98,7 +100,7 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
     C = _cache_views(CP)
     S = _scratch(buf.size)
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
     else:
         n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
@@ -117,7 +119,7 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
     C = _cache_views(CP)
     S = _scratch(buf.size)
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
     else:
         n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)
@@ -168,19 +170,19 @@ def _docs_scratch(offsets, d0, d1, P, CP):
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    return T, C, np.empty(longest + 1, np.int64), _scratch(longest)
+    return T, C, np.empty(longest + 1, np.int64), _scratch(longest), span_work(longest)
 
 
 @njit
 def _encode_docs_fused_o200k(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
-    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
+    T, C, bounds, S, W = _docs_scratch(offsets, d0, d1, P, CP)
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_o200k(data, s, e, table, bounds, kind == KIND_O200K_RDIGITS)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n
@@ -188,14 +190,14 @@ def _encode_docs_fused_o200k(kind, table, data, offsets, d0, d1, P, CP, out, out
 
 @njit
 def _encode_docs_fused_cl100k(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
-    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
+    T, C, bounds, S, W = _docs_scratch(offsets, d0, d1, P, CP)
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_cl100k(data, s, e, table, bounds)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n
@@ -203,14 +205,14 @@ def _encode_docs_fused_cl100k(kind, table, data, offsets, d0, d1, P, CP, out, ou
 
 @njit
 def _encode_docs_fused_gpt2(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
-    T, C, bounds, S = _docs_scratch(offsets, d0, d1, P, CP)
+    T, C, bounds, S, W = _docs_scratch(offsets, d0, d1, P, CP)
     n = 0
     for d in range(d0, d1):
         out_doc[d - d0] = n
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_gpt2(data, s, e, table, bounds)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n))
+            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n

@@ -8,12 +8,12 @@ import numpy as np
 
 from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
-from .._jit import njit
+from .._jit import njit_no_nrt
 from .hashing import _hash_pair
 from .tables import NO_RANK, _rank_of_key
 
 
-@njit
+@njit_no_nrt
 def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
     """Step 3 of ``_encode_span``: merge pieces ``0..nq`` of a block side by side.
 

@@ -33,7 +33,7 @@ import numpy as np
 from .._intrinsics import load8 as _load8
 from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
-from .._jit import njit, njit_inline
+from .._jit import njit, njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
@@ -107,11 +107,25 @@ class _Block(NamedTuple):
 
 
 @njit_inline
-def _block(nblk):
-    """The work arrays of a block, as consecutive views of one int64 array: one
-    allocation a call instead of one an array (see bench/results/encode-experiments-20261202-1730.md)."""
+def block_words(nblk):
+    """int64 words of the work arrays of a block of ``nblk`` pieces (``_block``)."""
     r = SMALL * nblk  # room for the parts of the block's merges
-    w = np.empty(17 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8, np.int64)
+    return 17 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
+
+
+@njit_inline
+def span_work(npieces):
+    """The work words ``_encode_span`` needs for spans of up to ``npieces`` pieces: its
+    callers allocate them, as it runs without Numba's runtime."""
+    return np.empty(block_words(min(PF_BLOCK, max(npieces, 1))), np.int64)
+
+
+@njit_inline
+def _block(w, nblk):
+    """The work arrays of a block, as consecutive views of ``w`` (``block_words(nblk)``
+    words): one allocation a call instead of one an array (see
+    bench/results/encode-experiments-20261202-1730.md)."""
+    r = SMALL * nblk  # room for the parts of the block's merges
     at = 0
     hq = w[at : at + nblk].view(np.uint64)
     at += nblk
@@ -154,15 +168,23 @@ def _block(nblk):
     return _Block(hq, heads, nexts, res, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
 
 
-@njit
-def _encode_span(buf, bounds, k0, k1, T, C, S, out, n):
+@njit_no_nrt
+def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     """Encode the pieces buf[bounds[k]:bounds[k+1]], k0 <= k < k1, into out[n:]; return n.
 
-    ``T``: the tables; ``C``: the piece cache's views; ``S``: scratch for merging alone.
+    ``T``: the tables; ``C``: the piece cache's views; ``S``: scratch for merging alone;
+    ``w``: work words (``span_work``), blocks as large as they hold up to ``PF_BLOCK``.
+    Compiled without Numba's runtime: the dozens of views a call and a block make cost
+    no reference counts, which had been a large share of a short document's time.
     """
     slots, vals, state, keys = C
-    nblk = min(PF_BLOCK, max(k1 - k0, 1))
-    B = _block(nblk)
+    fit = min(PF_BLOCK, w.size // 48)  # block_words(n) <= 48 n
+    while fit < PF_BLOCK and block_words(fit + 1) <= w.size:
+        fit += 1
+    if fit < 1:
+        raise ValueError("_encode_span: work array too small (use span_work)")
+    nblk = min(fit, max(k1 - k0, 1))
+    B = _block(w, nblk)
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         _make_room(slots, vals, state, keys, b1 - b0)

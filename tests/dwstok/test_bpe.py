@@ -276,11 +276,20 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     # (Numba checks only this file's stamp), and crash once dwstok.bpe changes its layouts.
     @numba.njit
     def with_cache(buf, bounds, T, C, out):
-        return span._encode_span(buf, bounds, 0, bounds.size - 1, T, C, merge._scratch(buf.size), out, 0)
+        return span._encode_span(buf, bounds, 0, bounds.size - 1, T, C, merge._scratch(buf.size), out, 0, span.span_work(bounds.size - 1))
+
+    @numba.njit
+    def with_work(buf, bounds, T, C, out, w):
+        return span._encode_span(buf, bounds, 0, bounds.size - 1, T, C, merge._scratch(buf.size), out, 0, w)
 
     out = np.empty(buf.size, np.uint32)
     n = with_cache(buf, bounds, t, bpe_cache._new_cache(64), out)
     assert out[:n].tolist() == want
+    # Work words for blocks of 7 pieces: blocks as large as they hold, same ids.
+    n = with_work(buf, bounds, t, bpe_cache._new_cache(64), out, np.empty(span.block_words(7) + 3, np.int64))
+    assert out[:n].tolist() == want
+    with pytest.raises(ValueError, match="work array too small"):
+        with_work(buf, bounds, t, bpe_cache._new_cache(64), out, np.empty(span.block_words(1) - 1, np.int64))
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
     slots = np.full((4096, 4), -1, np.int64)
