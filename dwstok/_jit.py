@@ -199,13 +199,15 @@ if not numba.config.DISABLE_JIT:
     _install_compile_notice()
     _load_cached_without_refresh()
 
-njit = numba.njit(cache=True, nogil=True)
+# ``_nrt=True`` set, not left to the default: unset, a kernel first compiled as the
+# callee of a ``njit_no_nrt`` kernel inherits its caller's "no runtime" and cannot allocate.
+njit = numba.njit(cache=True, nogil=True, _nrt=True)
 """Decorator for kernels: ``@njit``."""
 
 
 def njit_parallel(fn):
     """Decorator for the few kernels that use ``numba.prange``."""
-    return numba.njit(cache=True, nogil=True, parallel=True)(fn)
+    return numba.njit(cache=True, nogil=True, parallel=True, _nrt=True)(fn)
 
 
 njit_no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
@@ -215,7 +217,7 @@ without Numba's runtime, so making a view or passing an array costs no reference
 one does not compile; its callers own every array it is given. ``_nrt`` is Numba's
 own option for this."""
 
-njit_inline = numba.njit(cache=True, nogil=True, inline="always")
+njit_inline = numba.njit(cache=True, nogil=True, inline="always", _nrt=True)
 """For small helpers called per byte or per lookup from other kernels: inlined at the
 Numba IR level, so passing arrays costs no reference-count traffic per call."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._jit import as_u8, njit, njit_inline
+from .._jit import as_u8, njit, njit_inline, njit_no_nrt
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
 from .merge import _scratch
@@ -68,24 +68,16 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     encoded one by one: blocking lookups to overlap them pays for itself only over many
     pieces; its setup (17 arrays) cost more than "hello world" did.
 
-    The three kernels write this out rather than inline a shared body: Numba copies an
-    inlined body, with all that was inlined into it, at each level, and a level less
-    compiled faster.
+    The three kernels differ in their scanner only; what follows the scan is one
+    kernel of its own that all three call (``_encode_scanned``), not an inlined body:
+    Numba copies an inlined body, with all that was inlined into it, at each level.
     """
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
-    T = _unpack_tables(P)
-    C = _cache_views(CP)
-    S = _scratch(buf.size)
-    if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
-    else:
-        n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
-    _mark_growth(CP)
-    return n
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
 
 
 @njit
@@ -96,15 +88,7 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
-    T = _unpack_tables(P)
-    C = _cache_views(CP)
-    S = _scratch(buf.size)
-    if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
-    else:
-        n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
-    _mark_growth(CP)
-    return n
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
 
 
 @njit
@@ -115,11 +99,21 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
+
+
+@njit_no_nrt
+def _encode_scanned(buf, bounds, nb, P, CP, S, W, out):
+    """The fused kernels' encoding of the ``nb`` pieces they scanned into ``bounds``.
+
+    Without Numba's runtime, like ``_encode_span``: the views of the tables and the cache
+    that a call makes cost no reference counts (the kernels above allocate ``S`` and
+    ``W``, as this cannot).
+    """
     T = _unpack_tables(P)
     C = _cache_views(CP)
-    S = _scratch(buf.size)
     if nb > FEW_PIECES:
-        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), span_work(nb))
+        n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), W)
     else:
         n = _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0))
     _mark_growth(CP)

@@ -331,3 +331,23 @@ def test_big_tables_and_caches_start_on_a_huge_page():
     assert moved.ctypes.data % (1 << 21) == 0 and np.array_equal(moved, elsewhere)
     small = np.arange(10, dtype=np.int64)
     assert bpe.on_huge_pages(small) is small and bpe.huge_page_array(10).size == 10
+
+
+def test_kernels_without_the_runtime_leak_no_reference_to_the_tables():
+    # _encode_span and _encode_scanned run without Numba's runtime: nothing they do may
+    # keep a reference to the arrays they are given, or a tokenizer's tables (and the
+    # cache) would never be freed.
+    import gc
+    import weakref
+
+    from dwstok import Tokenizer
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b"), (b"ab", b"c")])
+    text = "abc abd " * 400 + "x"
+    ids = tok.encode_to_numpy(text)  # hundreds of pieces: through _encode_span
+    assert tok.encode_to_numpy("abc").tolist() == [257]
+    assert tok.decode(ids.tolist()) == text
+    packed = weakref.ref(tok._native[0])
+    del tok, ids
+    gc.collect()
+    assert packed() is None
