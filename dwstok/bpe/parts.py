@@ -18,7 +18,8 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
     ``e - s`` exactly when no atom was used. Atoms need valid UTF-8 around them: after a
     stray byte, or before a continuation byte, a character starts as bytes.
     The tables come as arrays (``T.byte_ids, T.atoms, T.atom_pats``), not as ``T``:
-    inlined into ``_encode_span``'s loop, each array passed costs reference counting.
+    inlined into the loops of kernels that run with Numba's runtime (``_merge``), each
+    array passed costs reference counting.
     """
     m = 0
     i = s
