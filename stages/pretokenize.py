@@ -351,16 +351,13 @@ def _han_in(part, counts: np.ndarray):
     """``(code points, weights)``: the distinct characters from U+2E80 up in the binary
     array ``part`` and the sum of the counts of the pieces that hold them (once for each
     time a piece holds one), or None when there are none."""
-    n = len(part)
-    bufs = part.buffers()
-    if n == 0 or bufs[2] is None:
-        return None
-    import pyarrow as pa
+    from dwstok.training import binary_buffers
 
-    width = np.int64 if pa.types.is_large_binary(part.type) else np.int32
-    offs = np.frombuffer(bufs[1], dtype=width)[part.offset : part.offset + n + 1].astype(np.int64)
-    utf8 = np.frombuffer(bufs[2], dtype=np.uint8)[offs[0] : offs[-1]]
-    offs -= offs[0]
+    if len(part) == 0:
+        return None
+    data, offs = binary_buffers(part)
+    utf8 = data[offs[0] : offs[-1]]
+    offs = offs - offs[0]
     # The lead bytes of characters from U+2000 on (0xE2-0xEF: three bytes, 0xF0-0xF4:
     # four); anything below U+2E80 is no Han.
     lead = np.flatnonzero(utf8 >= 0xE2)

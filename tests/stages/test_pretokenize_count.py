@@ -233,6 +233,7 @@ def test_han_counts_agree_with_regex_on_every_kind_of_wide_character():
         assert got == dict(sorted(want.items(), key=lambda kv: ord(kv[0])))
         assert list(got) == sorted(got, key=ord)
 
+
 def test_han_counts_skip_bytes_that_are_no_utf8():
     """A cut or stray byte (0xE4 alone, 0xFF, a lead over 0xF4) counts as no character."""
     import pyarrow as pa
