@@ -77,7 +77,7 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit
@@ -88,7 +88,7 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit
@@ -99,7 +99,7 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
         raise ValueError("out has room for fewer ids than the text has bytes")
     bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb if nb > FEW_PIECES else 0), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit_no_nrt
