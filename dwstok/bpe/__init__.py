@@ -27,7 +27,7 @@ entry kernels. Where the time goes: bench/results/bpe-kernels.md.
 from __future__ import annotations
 
 from .build import build_tables
-from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_SLOTS, cache_capacity, grown_cache, new_cache
+from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_RESETS, CACHE_SLOTS, GROW_SOON, NextCache, cache_capacity, grown_cache, new_cache
 from .encode import _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel
 from .merge import split_token
 from .pages import huge_page_array, on_huge_pages
@@ -39,8 +39,11 @@ from .tables import NO_RANK, BpeTables, decode_ids, pack_tables, unpack_tables
 __all__ = [
     "CACHE_GROW",
     "CACHE_MAX_CAPACITY",
+    "CACHE_RESETS",
     "CACHE_SLOTS",
+    "GROW_SOON",
     "NO_RANK",
+    "NextCache",
     "QUAD_PARTS",
     "BpeTables",
     "build_tables",

@@ -7,6 +7,9 @@ then the slots, ``vals`` and ``keys``; see ``_new_cache_packed``.
 
 from __future__ import annotations
 
+import os
+import threading
+
 import numpy as np
 
 from .._intrinsics import ix as _ix
@@ -27,6 +30,8 @@ CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized
 _CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots never straddle a line
 CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
 CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
+GROW_SOON = 1  # its values: a sixteenth full, time to make the next cache's memory ready
+GROW_NOW = 2  # a quarter full, or it had to start afresh
 
 
 @njit
@@ -83,15 +88,24 @@ def cache_capacity(cache: np.ndarray) -> int:
 
 @njit_inline
 def _mark_growth(CP):
-    """Flag a packed cache for growing once a quarter of its slots are used (it starts
-    afresh at half), or when it had to start afresh, unless it has the most slots."""
+    """Flag a packed cache ``GROW_NOW`` once a quarter of its slots are used (it starts
+    afresh at half) or when it had to start afresh, ``GROW_SOON`` once a sixteenth are,
+    unless it has the most slots."""
     size = CP[0]
-    CP[CACHE_GROW] = size < CACHE_SLOTS and (4 * CP[1] > size or CP[CACHE_RESETS] > 0)
+    if size >= CACHE_SLOTS:
+        CP[CACHE_GROW] = 0
+    elif 4 * CP[1] > size or CP[CACHE_RESETS] > 0:
+        CP[CACHE_GROW] = GROW_NOW
+    elif 16 * CP[1] > size:
+        CP[CACHE_GROW] = GROW_SOON
+    else:
+        CP[CACHE_GROW] = 0
 
 
 @njit
-def _copy_cache(CP, NP):
-    """Clear ``NP`` and put the entries of the smaller cache ``CP`` in it (as _cache_put).
+def _copy_cache(CP, NP, clear):
+    """Put the entries of the smaller cache ``CP`` in ``NP`` (as _cache_put), clearing
+    ``NP`` first if ``clear`` (else it must be cleared: see :class:`NextCache`).
 
     ``vals`` and ``keys`` are copied whole, to the same offsets, so a slot moves as its
     four words; its hash comes from them (the packed heads, then the tail in ``keys``),
@@ -103,7 +117,8 @@ def _copy_cache(CP, NP):
     one: loading a kernel from Numba's cache takes milliseconds on its first call, which
     had fallen inside whatever call first grew a cache.
     """
-    _clear_cache(NP)
+    if clear:
+        _clear_cache(NP)
     slots, vals, state, keys = _cache_views(CP)
     nslots, nvals, nstate, nkeys = _cache_views(NP)
     nvals[: state[1]] = vals[: state[1]]
@@ -135,16 +150,64 @@ def _copy_cache(CP, NP):
         nstate[0] += 1
 
 
-def grown_cache(cache: np.ndarray, nbytes: int | None = None) -> np.ndarray:
+def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | None = None) -> np.ndarray:
     """``cache`` sized for ``nbytes`` of text (default: 8 times its slots; at most
-    ``CACHE_SLOTS``), its entries kept."""
+    ``CACHE_SLOTS``), its entries kept: in ``into``'s slots if they are ready and that size."""
     size = int(_cache_slots(8 * cache_capacity(cache) if nbytes is None else nbytes))
     if 8 * size <= cache_capacity(cache):
         cache[CACHE_GROW] = 0
         return cache
+    ready = None if into is None else into.ready()
+    if ready is not None and ready.size == _CACHE_HEAD + 7 * size:
+        _copy_cache(cache, ready, False)
+        return ready
     bigger = huge_page_array(_CACHE_HEAD + 7 * size)  # by NumPy: see new_cache
-    _copy_cache(cache, bigger)
+    _copy_cache(cache, bigger, True)
     return bigger
+
+
+class NextCache:
+    """The cleared slots of the cache that ``cache`` grows into, made on a thread of its
+    own while ``cache`` is still in use (from ``GROW_SOON`` to ``GROW_NOW``).
+
+    Why: clearing the 16 MB of slots of the biggest cache was the larger part of growing,
+    as it is the first touch of fresh memory (page faults, at times compaction for huge
+    pages), and it fell inside whichever call filled the cache to a quarter. Now only
+    the copy of the entries does.
+
+    >>> nxt = NextCache(new_cache(1 << 15))
+    >>> grown_cache(new_cache(1 << 15), into=nxt).size == nxt.ready().size
+    True
+    """
+
+    def __init__(self, cache: np.ndarray):
+        size = int(_cache_slots(8 * cache_capacity(cache)))
+        self._pid = os.getpid()
+        self._array = huge_page_array(_CACHE_HEAD + 7 * size)
+        self._thread = threading.Thread(target=_clear_slots, args=(self._array, size), name="dwstok-cache", daemon=True)
+        self._thread.start()
+
+    def done(self) -> bool:
+        """Whether :meth:`ready` will not wait."""
+        return not self._thread.is_alive()
+
+    def ready(self) -> np.ndarray | None:
+        """The cleared cache, once its thread is done; None in a forked child, where
+        that thread never ran to the end."""
+        if self._pid != os.getpid():
+            return None
+        self._thread.join()
+        return self._array
+
+
+def _clear_slots(P: np.ndarray, size: int) -> None:
+    """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals`` and
+    ``keys`` are written too, so that no page of the array is first touched (a fault,
+    on huge pages at times a compaction of memory: 1-40 ms) by the call that grows."""
+    P[_CACHE_HEAD + 4 * size :] = 0
+    P[:_CACHE_HEAD] = 0
+    P[0] = size
+    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
 
 
 @njit
@@ -162,7 +225,7 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     quarter of the time to make and to first touch than one made by Numba.
     """
     P = huge_page_array(_CACHE_HEAD + 7 * int(_cache_slots(nbytes)))
-    _copy_cache(_NO_SLOTS, P)  # clears it; see _copy_cache for why not _clear_cache
+    _copy_cache(_NO_SLOTS, P, True)  # clears it; see _copy_cache for why not _clear_cache
     return P
 
 

@@ -315,6 +315,37 @@ def test_piece_cache_grows_with_use():
     assert len(free) == 1 and free[0][0] is top
 
 
+def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch):
+    # A sixteenth full, a cache's successor is cleared on a thread of its own; a quarter
+    # full, the cache moves into it once that thread is done (not before, short of 7/16
+    # full); a forked child, where that thread never ran, grows as before. Same ids.
+    from dwstok.tokenizer import _CachePool
+
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    slots = _CachePool.MIN_BYTES // 8
+    soon = " ".join(words[: slots // 8])  # more than a sixteenth of the slots, less than a quarter
+    now = " ".join(words[slots // 8 : slots * 3 // 8])  # then past a quarter
+
+    for forked in (False, True):
+        tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+        pool = tok._caches
+        assert tok.encode(soon) == fresh.encode(soon)
+        ((small, _),) = pool._free
+        nxt = pool._next[id(small)]
+        assert nxt.ready()[0] == 8 * slots  # cleared, sized 8 times
+        if forked:
+            monkeypatch.setattr(nxt, "_pid", -1)
+        assert tok.encode(now) == fresh.encode(now)
+        ((grown, _),) = pool._free
+        assert grown[0] == 8 * slots and not pool._next
+        assert (grown is nxt._array) != forked
+        assert tok.encode(soon + " " + now) == fresh.encode(soon + " " + now)
+        assert pool._free[0][0] is grown  # every piece found: no growth, no start afresh
+        assert grown[1] >= slots * 3 // 8 - 1  # the entries moved with it
+
+
 def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
     # A call's kernel writes its ids to room that goes back to the pool: what a call
     # returns must be its own, unchanged by later calls; room bigger than MAX_IDS is
