@@ -88,9 +88,9 @@ class _CachePool:
     at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
     comes back with 8 times the slots and its entries. So short texts on many threads
     hold 230 KB a thread, not 28 MB. Growing copies the entries: on dev, document by
-    document, starting afresh instead was slower. The bigger cache's memory is cleared
-    on a thread of its own (``NextCache``), so that its first touch (page faults: 2-90
-    ms for 28 MB here) does not fall in a call.
+    document, starting afresh instead was slower. Where a CPU is spare, the bigger
+    cache's memory is cleared on a thread of its own (``NextCache``), so that its first
+    touch (page faults: 3-90 ms for 28 MB here) does not fall in a call.
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
@@ -123,25 +123,37 @@ class _CachePool:
             out = np.empty(max(ids, self.MIN_IDS), np.uint32)
         return cache, out
 
-    def give(self, cache, out) -> None:
+    def give(self, cache, out, threads: int = 1) -> None:
+        """Give back what :meth:`take` gave, from a call on ``threads`` threads."""
         if cache[_GROW]:
-            cache = self._grown(cache)
+            cache = self._grown(cache, threads)
         self._free.append((cache, out if out.size <= self.MAX_IDS else _NO_IDS))
 
-    def _grown(self, cache):
+    def _grown(self, cache, threads: int):
         """``cache``, or once it is a quarter full the cache it grows into: 8 times the
-        slots, with its entries. That cache's memory is made ready on a thread of its
-        own from the time ``cache`` is a sixteenth full; until it is, ``cache`` stays, up
-        to 7/16 full (at half it would start afresh) or until it had to start afresh."""
+        slots, with its entries.
+
+        When a CPU is left over by the call's threads, that cache's memory is made ready
+        on a thread of its own from the time ``cache`` is a sixteenth full, and until it
+        is, ``cache`` stays (up to 7/16 full, as at half it would start afresh, or until
+        it had to start afresh). On CPUs the call keeps busy, that thread had slowed a
+        2-thread batch by 15-20%, so it grows as it always did.
+        """
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:
-            if nxt is None:
+            if nxt is None and _spare_cpu(threads):
                 self._next[id(cache)] = bpe.NextCache(cache)
             return cache
         if nxt is not None and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
             return cache
         self._next.pop(id(cache), None)
         return bpe.grown_cache(cache, into=nxt)
+
+
+def _spare_cpu(threads: int) -> bool:
+    """Whether this process may run on more CPUs than ``threads``."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cpus > threads
 
 
 _NO_IDS = np.empty(0, np.uint32)  # an ``out`` with no room: the first call that needs room makes it
@@ -765,7 +777,7 @@ class Tokenizer:
                 try:
                     n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
                 finally:
-                    self._caches.give(cache, ids)
+                    self._caches.give(cache, ids, threads)
             else:
                 n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
             if finish is not None:

@@ -316,31 +316,35 @@ def test_piece_cache_grows_with_use():
 
 
 def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch):
-    # A sixteenth full, a cache's successor is cleared on a thread of its own; a quarter
-    # full, the cache moves into it once that thread is done (not before, short of 7/16
-    # full); a forked child, where that thread never ran, grows as before. Same ids.
-    from dwstok.tokenizer import _CachePool
+    # With a CPU to spare, a sixteenth full, a cache's successor is cleared on a thread
+    # of its own; a quarter full, the cache moves into it once that thread is done (not
+    # before, short of 7/16 full). A forked child, where that thread never ran, and a
+    # call with no CPU to spare grow as before. The ids never change.
+    import dwstok.tokenizer as tokenizer_module
 
     merges = [(b"a", b"b"), (b"ab", b"c")]
     fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
     words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
-    slots = _CachePool.MIN_BYTES // 8
+    slots = tokenizer_module._CachePool.MIN_BYTES // 8
     soon = " ".join(words[: slots // 8])  # more than a sixteenth of the slots, less than a quarter
     now = " ".join(words[slots // 8 : slots * 3 // 8])  # then past a quarter
 
-    for forked in (False, True):
+    for case in ("spare", "forked", "busy"):
+        monkeypatch.setattr(tokenizer_module, "_spare_cpu", lambda threads: case != "busy")
         tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
         pool = tok._caches
         assert tok.encode(soon) == fresh.encode(soon)
         ((small, _),) = pool._free
-        nxt = pool._next[id(small)]
-        assert nxt.ready()[0] == 8 * slots  # cleared, sized 8 times
-        if forked:
+        nxt = pool._next.get(id(small))
+        assert (nxt is None) == (case == "busy")
+        if nxt is not None:
+            assert nxt.ready()[0] == 8 * slots  # cleared, sized 8 times
+        if case == "forked":
             monkeypatch.setattr(nxt, "_pid", -1)
         assert tok.encode(now) == fresh.encode(now)
         ((grown, _),) = pool._free
         assert grown[0] == 8 * slots and not pool._next
-        assert (grown is nxt._array) != forked
+        assert (nxt is not None and grown is nxt._array) == (case == "spare")
         assert tok.encode(soon + " " + now) == fresh.encode(soon + " " + now)
         assert pool._free[0][0] is grown  # every piece found: no growth, no start afresh
         assert grown[1] >= slots * 3 // 8 - 1  # the entries moved with it
