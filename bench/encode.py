@@ -19,7 +19,9 @@ warm-up text, then time the first pass over the groups, one after another, then 
 pass over them all: every piece seen before, as most pieces are deep into a long run
 (the steady state of encoding a corpus; both encoders cache merged pieces). Repeated
 (``--repeats``, interleaved) and the median taken per group. A case on N threads is
-pinned to N CPUs before it imports anything; ``MB/s cpu`` counts all its threads.
+pinned to N CPUs before it imports anything (``--no-pin``: to none, so that a helper
+thread, such as the one that clears a growing piece cache, finds a CPU of its own, as it
+would on a user's machine); ``MB/s cpu`` counts all its threads.
 fastokens runs its BPE in a pool of its own that ignores ``RAYON_NUM_THREADS`` (it reads
 ``FASTOKENS_BPE_THREADS``; both are set to N): unpinned, its ``encode_batch_flat`` used
 300 ms of CPU in 167 ms of wall time on dev, two cores.
@@ -217,7 +219,8 @@ def worker(case: str, sample: Path, ranks: Path) -> dict:
 
     mode, encoder, threads = _case(case)
     encoder = encoder.removesuffix(BASE)  # the same code; PYTHONPATH says which checkout
-    _pin(threads)
+    if not os.environ.get("BENCH_NO_PIN"):
+        _pin(threads)
     warm, groups = read_sample(sample)
     run = _runner(mode, encoder, threads, ranks)
     run(warm)
@@ -306,7 +309,7 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict, which: str =
         f"{total / 1e6:.1f} MB of train in {len(group_bytes)} groups, vocab {meta['vocab']}, {which},"
         " fresh process per case,"
         f" median of {meta['repeats']}; load {meta['loadavg_start'][0]:.2f} -> {meta['loadavg_end'][0]:.2f}"
-        f" on {meta['cpu_count']} CPUs",
+        f" on {meta['cpu_count']} CPUs" + ("" if meta.get("pinned", True) else ", cases not pinned to CPUs"),
         "",
         "| case | threads | MB/s | MB/s cpu | Mtok/s | vs fastokens | vs tiktoken | peak RSS MB |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
@@ -352,6 +355,7 @@ def main() -> None:
     ap.add_argument("--sample", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--make-sample", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--ranks", type=Path, default=RANKS, help=argparse.SUPPRESS)
+    ap.add_argument("--no-pin", action="store_true", help="do not pin a case on N threads to N CPUs")
     ap.add_argument("--vocab", type=int, help="cut o200k_base to its first N ranks (32768: DWSLMTok's size) for every encoder")
     ap.add_argument("--out", type=Path, default=ROOT / "bench" / "results")
     args = ap.parse_args()
@@ -369,7 +373,8 @@ def main() -> None:
     cases = _select(args.only, args.threads, args.baseline is not None)
     meta = {"cpu_count": os.cpu_count(), "loadavg_start": os.getloadavg(), "python": sys.version.split()[0],
             "repeats": args.repeats, "group_kb": args.group_kb, "seed": SEED, "warm_bytes": WARM_BYTES,
-            "vocab": args.vocab or "o200k_base", "baseline": str(args.baseline) if args.baseline else None}
+            "vocab": args.vocab or "o200k_base", "baseline": str(args.baseline) if args.baseline else None,
+            "pinned": not args.no_pin}
     with tempfile.TemporaryDirectory() as tmp:
         sample = Path(tmp) / "sample.arrow"
         # in a process of its own: reading the split takes 600 MB, which a worker forked
@@ -389,6 +394,8 @@ def main() -> None:
             for case in cases:
                 n = str(_case(case)[2])
                 env = dict(os.environ, RAYON_NUM_THREADS=n, NUMBA_NUM_THREADS=n, FASTOKENS_BPE_THREADS=n)
+                if args.no_pin:
+                    env["BENCH_NO_PIN"] = "1"
                 if case.endswith(BASE):
                     env["PYTHONPATH"] = str(args.baseline.resolve())
                 p = subprocess.run(
