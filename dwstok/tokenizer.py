@@ -99,7 +99,7 @@ class _CachePool:
 
     def __init__(self):
         self._free: list = []
-        self._next: dict[int, bpe.NextCache] = {}  # id(cache) -> the slots it grows into
+        self._next: dict[int, bpe.NextCache | bool] = {}  # id(cache) -> what it grows into (False: no NextCache)
 
     def take(self, nbytes: int, ids: int = 0):
         """``(cache, out)`` for a call on ``nbytes`` of text: a cache, and room for at
@@ -118,7 +118,7 @@ class _CachePool:
             # (a cache of ``size`` words has room for more than ``size`` bytes: one
             # compare settles short calls)
             if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
-                cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None))
+                cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
         if out.size < ids:
             out = np.empty(max(ids, self.MIN_IDS), np.uint32)
         return cache, out
@@ -141,13 +141,13 @@ class _CachePool:
         """
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:
-            if nxt is None and _spare_cpu(threads):
-                self._next[id(cache)] = bpe.NextCache(cache)
+            if nxt is None:  # asked once a cache: False, no CPU to spare
+                self._next[id(cache)] = _spare_cpu(threads) and bpe.NextCache(cache)
             return cache
-        if nxt is not None and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
+        if nxt and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
             return cache
         self._next.pop(id(cache), None)
-        return bpe.grown_cache(cache, into=nxt)
+        return bpe.grown_cache(cache, into=nxt or None)
 
 
 def _spare_cpu(threads: int) -> bool:
