@@ -90,7 +90,7 @@ class _CachePool:
     hold 230 KB a thread, not 28 MB. Growing copies the entries: on dev, document by
     document, starting afresh instead was slower. Where a CPU is spare, the bigger
     cache's memory is cleared on a thread of its own (``NextCache``), so that its first
-    touch (page faults: 3-90 ms for 28 MB here) does not fall in a call.
+    touch (page faults, at times slow ones) does not fall in a call.
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 230 KB
@@ -136,8 +136,9 @@ class _CachePool:
         When a CPU is left over by the call's threads, that cache's memory is made ready
         on a thread of its own from the time ``cache`` is a sixteenth full, and until it
         is, ``cache`` stays (up to 7/16 full, as at half it would start afresh, or until
-        it had to start afresh). On CPUs the call keeps busy, that thread had slowed a
-        2-thread batch by 15-20%, so it grows as it always did.
+        it had to start afresh). On CPUs the call keeps busy, that thread slowed a
+        2-thread batch down (bench/results/session16-growth-20261204.md), so there it
+        grows on the calling thread.
         """
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:

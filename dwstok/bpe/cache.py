@@ -167,13 +167,13 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
 
 
 class NextCache:
-    """The cleared slots of the cache that ``cache`` grows into, made on a thread of its
-    own while ``cache`` is still in use (from ``GROW_SOON`` to ``GROW_NOW``).
+    """The cache that ``cache`` grows into, cleared on a thread of its own while
+    ``cache`` is still in use (from ``GROW_SOON`` to ``GROW_NOW``).
 
-    Why: clearing the 16 MB of slots of the biggest cache was the larger part of growing,
-    as it is the first touch of fresh memory (page faults, at times compaction for huge
-    pages), and it fell inside whichever call filled the cache to a quarter. Now only
-    the copy of the entries does.
+    Why: clearing the slots of the new cache was the larger part of growing, as it is
+    the first touch of fresh memory (page faults; on a VM's huge pages at times twenty
+    times slower: bench/results/session16-growth-20261204.md), and it fell inside
+    whichever call filled the cache to a quarter. Now only the copy of the entries does.
 
     >>> nxt = NextCache(new_cache(1 << 15))
     >>> grown_cache(new_cache(1 << 15), into=nxt).size == nxt.ready().size
@@ -202,8 +202,8 @@ class NextCache:
 
 def _clear_slots(P: np.ndarray, size: int) -> None:
     """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals`` and
-    ``keys`` are written too, so that no page of the array is first touched (a fault,
-    on huge pages at times a compaction of memory: 1-40 ms) by the call that grows."""
+    ``keys`` are written too, so that no page of the array is first touched by the call
+    that grows."""
     P[_CACHE_HEAD + 4 * size :] = 0
     P[:_CACHE_HEAD] = 0
     P[0] = size
