@@ -160,6 +160,47 @@ def _spare_cpu(threads: int) -> bool:
 _NO_IDS = np.empty(0, np.uint32)  # an ``out`` with no room: the first call that needs room makes it
 
 
+def _check_threads(num_threads) -> None:
+    if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
+        raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
+
+
+def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
+    """Where the ranges of a batch start (and the last ends): contiguous runs of
+    documents, cut by ``offsets`` (bytes, or characters), the same number a thread
+    (3 ranges on 2 threads had left one idle for a third)."""
+    n_docs = offsets.size - 1
+    n_ranges = 1
+    if threads > 1:
+        per_thread = int(offsets[-1] - offsets[0]) // (_RANGE_BYTES * threads)
+        n_ranges = min(n_docs, threads * max(1, min(_RANGES_PER_THREAD, per_thread)))
+    cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
+    return np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
+
+
+def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
+    """``work(d0, d1)`` of every range, in order: on the calling thread if there is one
+    range, else on the process's pool of ``threads``."""
+    if len(edges) == 2:
+        yield work(0, edges[1])
+        return
+    pending = [_thread_pool(threads).submit(work, d0, d1) for d0, d1 in zip(edges[:-1], edges[1:])]
+    try:
+        for f in pending:
+            yield f.result()
+    finally:  # the caller stopped early or a range failed: drop what has not started
+        for f in pending:
+            f.cancel()
+
+
+def _finished(out: np.ndarray, n: int, out_doc: np.ndarray, finish):
+    """A range's ``(ids, doc_offsets)``, or what ``finish`` makes of them."""
+    if finish is not None:
+        return finish(out[:n], out_doc)
+    out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
+    return out, out_doc
+
+
 def _specials_in_vocab(vocab: Mapping[int, bytes], names: Sequence[str]) -> tuple[dict[str, int], list[str]]:
     """``({name: vocab id}, [names to number after the vocab])`` for special names.
 
@@ -685,18 +726,21 @@ class Tokenizer:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
         if isinstance(texts, (str, bytes)):  # a str is a sequence of one-character documents
             raise TypeError("encode_batch takes a list of texts, got one text: use encode(), or pass [text]")
-        bufs = [_utf8(t) for t in texts]
-        offsets = np.zeros(len(bufs) + 1, np.int64)
-        np.cumsum([len(b) for b in bufs], out=offsets[1:])
-        data = np.frombuffer(b"".join(bufs), np.uint8)
 
         def lists(part: np.ndarray, doc: np.ndarray) -> list[list[int]]:
             if self._native is None:  # the bridge's ids: no kernel of ours compiles here
                 return split_tolist(part, doc)
             return self._id_lists.to_lists(part, doc)
 
+        if self._native is not None and self._native[2] is not None:  # the kernels run, on a native scanner
+            parts = self._encode_text_ranges(texts if isinstance(texts, (list, tuple)) else list(texts), num_threads, lists)
+        else:
+            bufs = [_utf8(t) for t in texts]
+            offsets = np.zeros(len(bufs) + 1, np.int64)
+            np.cumsum([len(b) for b in bufs], out=offsets[1:])
+            parts = self._encode_ranges(np.frombuffer(b"".join(bufs), np.uint8), offsets, num_threads, lists)
         out: list[list[int]] = []
-        for part_lists in self._encode_ranges(data, offsets, num_threads, lists):
+        for part_lists in parts:
             out += part_lists
         return out
 
@@ -734,8 +778,7 @@ class Tokenizer:
         caller's thread would take ranges in order, so a range done first would wait for
         the ones before it.
         """
-        if num_threads is not None and (not isinstance(num_threads, (int, np.integer)) or num_threads < 1):
-            raise ValueError(f"num_threads must be a positive integer or None (all cores), got {num_threads!r}")
+        _check_threads(num_threads)
         data = np.asarray(data)
         offsets = np.asarray(offsets)
         if data.dtype != np.uint8 or data.ndim != 1:
@@ -760,42 +803,57 @@ class Tokenizer:
         if not native:  # the regex fallback scans in Python, before the threads start
             bounds, doc_bidx = self._batch_bounds(data, offsets)
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
-        n_ranges = 1
-        if threads > 1:
-            # the same number a thread: 3 ranges on 2 threads had left one idle for a third
-            per_thread = int(offsets[-1] - offsets[0]) // (_RANGE_BYTES * threads)
-            n_ranges = min(n_docs, threads * max(1, min(_RANGES_PER_THREAD, per_thread)))
-        # contiguous ranges of documents, cut by bytes
-        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
-        edges = np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
+        edges = _range_edges(offsets, threads)
 
         def work(d0: int, d1: int):
+            if native:
+                return self._encode_range(data, offsets, d0, d1, kernels, threads, finish)
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
-            if native:
-                sc = self._scanner
-                cache, ids = self._caches.take(int(offsets[d1] - offsets[d0]))
-                try:
-                    n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
-                finally:
-                    self._caches.give(cache, ids, threads)
-            else:
-                n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
-            if finish is not None:
-                return finish(out[:n], out_doc)
-            out.resize(n, refcheck=False)  # in place: room for one id a byte is 4-5x too much
-            return out, out_doc
+            n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
+            return _finished(out, n, out_doc, finish)
 
-        if len(edges) == 2:
-            yield work(0, n_docs)
+        yield from _run_ranges(work, edges, threads)
+
+    def _encode_text_ranges(self, texts: Sequence[str], num_threads: int | None, finish) -> Iterator:
+        """``_encode_ranges`` for ``encode_batch``'s texts, each range's texts made UTF-8
+        on the thread that encodes it: ``str.encode`` holds the GIL, but the other
+        threads' kernels run meanwhile, where converting them all first, on the calling
+        thread, left the others idle."""
+        _check_threads(num_threads)
+        if not texts:
             return
-        pending = [_thread_pool(threads).submit(work, d0, d1) for d0, d1 in zip(edges[:-1], edges[1:])]
+        kernels = self._native
+        chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
         try:
-            for f in pending:
-                yield f.result()
-        finally:  # the caller stopped early or a range failed: drop what has not started
-            for f in pending:
-                f.cancel()
+            np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
+        except TypeError:  # an item with no len: _utf8 names what it is
+            for t in texts:
+                _utf8(t)
+            raise
+        threads = min(num_threads or os.cpu_count() or 1, len(texts))
+
+        def work(d0: int, d1: int):
+            bufs = [_utf8(t) for t in texts[d0:d1]]
+            offsets = np.zeros(d1 - d0 + 1, np.int64)
+            np.cumsum([len(b) for b in bufs], out=offsets[1:])
+            data = np.frombuffer(b"".join(bufs), np.uint8)
+            return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, finish)
+
+        yield from _run_ranges(work, _range_edges(chars, threads), threads)
+
+    def _encode_range(self, data, offsets, d0: int, d1: int, kernels, threads: int, finish):
+        """Documents d0..d1 by the fused kernel, with a pooled cache (``threads``: the
+        call's, for the pool)."""
+        out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
+        out_doc = np.empty(d1 - d0 + 1, np.int64)
+        sc = self._scanner
+        cache, ids = self._caches.take(int(offsets[d1] - offsets[d0]))
+        try:
+            n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
+        finally:
+            self._caches.give(cache, ids, threads)
+        return _finished(out, n, out_doc, finish)
 
     def _batch_bounds(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pretoken bounds of every document, as absolute offsets, and where each document's start."""

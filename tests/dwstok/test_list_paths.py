@@ -99,6 +99,24 @@ def test_batches_equal_per_document_in_many_ranges(tok, monkeypatch, threads):
     assert tok.encode_batch(["", ""], num_threads=threads) == [[], []]
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_batch_texts_made_utf8_on_the_range_threads_fail_as_before(tok, monkeypatch, threads):
+    # Each range's texts are made UTF-8 on the thread that encodes it: a bad text in a
+    # later range is the same error as when all were converted first, and any sequence
+    # of texts is taken.
+    monkeypatch.setattr(tokenizer_module, "_RANGE_BYTES", 1)  # a range a document
+    texts = list(TEXTS) * 3
+    with pytest.raises(ValueError, match=r"lone surrogate '\\ud800' at position 2"):
+        tok.encode_batch(texts + ["ab\ud800c"] + texts, num_threads=threads)
+    for bad in (b"bytes", 5, None):
+        with pytest.raises(TypeError, match=f"expected str, got {type(bad).__name__}"):
+            tok.encode_batch(texts + [bad], num_threads=threads)
+    want = tok.encode_batch(texts, num_threads=threads)
+    assert tok.encode_batch(tuple(texts), num_threads=threads) == want
+    assert tok.encode_batch(iter(texts), num_threads=threads) == want
+    assert want == [tok.encode(t) for t in texts]
+
+
 def test_streaming_equals_encode(tok):
     text = "".join(TEXTS)
     chunks = [text[i : i + 37] for i in range(0, len(text), 37)]
