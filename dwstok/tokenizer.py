@@ -143,12 +143,21 @@ class _CachePool:
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:
             if nxt is None:  # asked once a cache: False, no CPU to spare
-                self._next[id(cache)] = _spare_cpu(threads) and bpe.NextCache(cache)
+                self._next[id(cache)] = _spare_cpu(threads) and _next_cache(cache)
             return cache
         if nxt and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
             return cache
         self._next.pop(id(cache), None)
         return bpe.grown_cache(cache, into=nxt or None)
+
+
+def _next_cache(cache) -> bpe.NextCache | bool:
+    """``NextCache(cache)``, or False where no thread can start (at interpreter shutdown,
+    at a limit on threads): the cache then grows on the calling thread, as it did."""
+    try:
+        return bpe.NextCache(cache)
+    except RuntimeError:
+        return False
 
 
 def _spare_cpu(threads: int) -> bool:

@@ -350,6 +350,29 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         assert grown[1] >= slots * 3 // 8 - 1  # the entries moved with it
 
 
+def test_piece_cache_grows_when_no_thread_can_start(monkeypatch):
+    # At interpreter shutdown, or at a limit on threads, Thread.start raises: the call
+    # must not fail for it, and the cache grows on the calling thread.
+    import threading
+
+    import dwstok.tokenizer as tokenizer_module
+
+    def refuse(self):
+        raise RuntimeError("can't create new thread at interpreter shutdown")
+
+    monkeypatch.setattr(tokenizer_module, "_spare_cpu", lambda threads: True)
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    slots = tokenizer_module._CachePool.MIN_BYTES // 8
+    for text in (" ".join(words[: slots // 8]), " ".join(words[slots // 8 : slots * 3 // 8])):
+        assert tok.encode(text) == fresh.encode(text)
+    ((grown, _),) = tok._caches._free
+    assert grown[0] == 8 * slots and not tok._caches._next
+
+
 def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
     # A call's kernel writes its ids to room that goes back to the pool: what a call
     # returns must be its own, unchanged by later calls; room bigger than MAX_IDS is
