@@ -57,6 +57,15 @@ def _utf8(text: str, offset: int = 0) -> bytes:
         ) from None
 
 
+def _utf8_docs(texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(data, offsets)``: the texts as UTF-8 in one buffer, document i at
+    ``data[offsets[i]:offsets[i + 1]]`` (as merge_learner.pieces_to_arrays lays out bytes)."""
+    bufs = [_utf8(t) for t in texts]
+    offsets = np.zeros(len(bufs) + 1, np.int64)
+    np.cumsum([len(b) for b in bufs], out=offsets[1:])
+    return np.frombuffer(b"".join(bufs), np.uint8), offsets
+
+
 _POOLS: dict[int, tuple[int, ThreadPoolExecutor]] = {}
 _POOLS_LOCK = threading.Lock()
 
@@ -744,10 +753,7 @@ class Tokenizer:
         if self._native is not None and self._native[2] is not None:  # the kernels run, on a native scanner
             parts = self._encode_text_ranges(texts if isinstance(texts, (list, tuple)) else list(texts), num_threads, lists)
         else:
-            bufs = [_utf8(t) for t in texts]
-            offsets = np.zeros(len(bufs) + 1, np.int64)
-            np.cumsum([len(b) for b in bufs], out=offsets[1:])
-            parts = self._encode_ranges(np.frombuffer(b"".join(bufs), np.uint8), offsets, num_threads, lists)
+            parts = self._encode_ranges(*_utf8_docs(texts), num_threads, lists)
         out: list[list[int]] = []
         for part_lists in parts:
             out += part_lists
@@ -843,10 +849,7 @@ class Tokenizer:
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
 
         def work(d0: int, d1: int):
-            bufs = [_utf8(t) for t in texts[d0:d1]]
-            offsets = np.zeros(d1 - d0 + 1, np.int64)
-            np.cumsum([len(b) for b in bufs], out=offsets[1:])
-            data = np.frombuffer(b"".join(bufs), np.uint8)
+            data, offsets = _utf8_docs(texts[d0:d1])
             return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, finish)
 
         yield from _run_ranges(work, _range_edges(chars, threads), threads)
