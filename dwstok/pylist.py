@@ -52,9 +52,11 @@ _OB_ITEM = np.uint64(_OB_ITEM_OFFSET)  # for kernels: uint64 + int64 would be a 
 def _make_c_calls():
     """``call_n(f, n)``, ``call_p(f, p)`` and ``call_0(f)``: call the C function at
     address ``f`` (``PyObject *f(Py_ssize_t)``, ``void f(PyObject *)``, ``void f(void)``);
-    ``word(a)``/``set_word(a, i, v)``: read the word at ``a``, write ``v`` to word i at ``a``."""
+    ``word(a)``/``set_word(a, i, v)``: read the word at ``a``, write ``v`` to word i at ``a``;
+    ``call_e(f)``/``call_r(f, s)``: ``int f(void)`` and ``void f(int)`` (PyGILState_Ensure
+    and PyGILState_Release)."""
     if numba.config.DISABLE_JIT:
-        return None, None, None, None, None
+        return None, None, None, None, None, None, None
     from llvmlite import ir
     from numba import types
     from numba.extending import intrinsic
@@ -102,10 +104,29 @@ def _make_c_calls():
 
         return types.void(a, i, v), codegen
 
-    return call_n, call_p, call_0, word, set_word
+    i32 = ir.IntType(32)
+
+    @intrinsic
+    def call_e(typingctx, f):
+        def codegen(context, builder, signature, args):
+            fn = builder.inttoptr(args[0], ir.FunctionType(i32, []).as_pointer())
+            return builder.sext(builder.call(fn, []), i64)
+
+        return types.int64(f), codegen
+
+    @intrinsic
+    def call_r(typingctx, f, s):
+        def codegen(context, builder, signature, args):
+            fn = builder.inttoptr(args[0], ir.FunctionType(ir.VoidType(), [i32]).as_pointer())
+            builder.call(fn, [builder.trunc(args[1], i32)])
+            return context.get_dummy_value()
+
+        return types.void(f, s), codegen
+
+    return call_n, call_p, call_0, word, set_word, call_e, call_r
 
 
-_call_n, _call_p, _call_0, _word, _set_word = _make_c_calls()
+_call_n, _call_p, _call_0, _word, _set_word, _call_e, _call_r = _make_c_calls()
 
 
 # Not _jit.njit: these kernels hold the GIL (they write objects other threads may read,
@@ -164,13 +185,53 @@ def _fill_lists(c_api, ids, doc, addresses):
     return outer
 
 
+@numba.njit(cache=True, nogil=True)
+def list_into(box, ids, n, table):
+    """Put a new list of ``table[ids[i]]``, i < n, in ``box[0]`` (``box``: the address of
+    a list of one item, which this replaces). ``table``: the addresses of the shared ints,
+    then ``_C_API`` (:meth:`IdLists.kernel_table`). For kernels that run without the GIL:
+    this takes it, only to make the list.
+
+    Why: making the list here, in the call that encoded the ids, saves the three calls of
+    ``to_list`` (PyList_New and the items' address through ctypes, then the fill's
+    kernel), which had cost an ``encode()`` more than a short text took to encode. The
+    box stands in for returning the list: a kernel cannot return an object, and turning
+    an address into one through ctypes costs about as much as those calls.
+
+    An id out of range, or no memory for the list, leaves ``box`` as it was.
+    """
+    m = table.size - _N_API
+    for i in range(n):
+        if ids[i] >= m:
+            return
+    api = table[m:]
+    state = _call_e(api[3])
+    lst = _call_n(api[0], n)
+    if lst == 0:
+        _call_0(api[2])
+    else:
+        items = _word(lst + _OB_ITEM)
+        for i in range(n):
+            _set_word(items, np.uint64(i), table[ids[i]])
+        slot = _word(np.uint64(box) + _OB_ITEM)
+        old = _word(slot)
+        _set_word(slot, np.uint64(0), lst)
+        _call_p(api[1], old)
+    _call_r(api[4], state)
+
+
 # Functions of our own from the C API (not ctypes.pythonapi's shared ones, whose types
 # other code in the process may set).
 _list_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_ssize_t)(("PyList_New", ctypes.pythonapi))
 _decref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", ctypes.pythonapi))
-_C_API = np.array(
-    [ctypes.cast(f, ctypes.c_void_p).value for f in (_list_new, _decref, ctypes.pythonapi.PyErr_Clear)], np.uint64
+_C_API = np.array(  # PyList_New, Py_DecRef, PyErr_Clear, PyGILState_Ensure, PyGILState_Release
+    [
+        ctypes.cast(f, ctypes.c_void_p).value
+        for f in (_list_new, _decref, ctypes.pythonapi.PyErr_Clear, ctypes.pythonapi.PyGILState_Ensure, ctypes.pythonapi.PyGILState_Release)
+    ],
+    np.uint64,
 )
+_N_API = 5
 
 
 def _take_object(address: int):
@@ -236,6 +297,14 @@ class IdLists:
     @cached_property  # made on first use, after the layout check passed
     def _addresses(self) -> np.ndarray:
         return _shared_int_addresses(self.n_vocab)
+
+    @cached_property
+    def _kernel_table(self) -> np.ndarray:
+        return np.concatenate([self._addresses, _C_API])
+
+    def kernel_table(self) -> np.ndarray | None:
+        """The ``table`` of :func:`list_into`, or None where the layout check failed."""
+        return self._kernel_table if self._usable() else None
 
     def to_list(self, ids: np.ndarray) -> list[int]:
         """``ids.tolist()``, sharing int objects (ids of any unsigned or signed int dtype)."""

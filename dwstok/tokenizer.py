@@ -587,7 +587,7 @@ class Tokenizer:
         # pickled view is a copy), the piece caches, nor the scanner: its tables (1.1 MB
         # for o200k) come from the pattern, once per process.
         state = dict(self.__dict__)
-        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_id_lists"):
+        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_id_lists", "_lister"):
             state.pop(k, None)
         state["_packed_tables"] = self._native[0] if self._native is not None else None
         return state
@@ -635,12 +635,25 @@ class Tokenizer:
         if native is None or native[2] is None or not buf:
             return self._as_list(self._encode_bytes(buf))
         kernel, kind, table, tables = native[2]
+        lister = self._lister
         cache, out = self._caches.take(len(buf), len(buf))
         try:
-            n = kernel(kind, table, buf, tables, cache, out)
-            return self._id_lists.to_list(out[:n])
+            if lister is None:
+                n = kernel(kind, table, buf, tables, cache, out)
+                return self._id_lists.to_list(out[:n])
+            box = [None]  # the kernel puts the list here (dwstok.pylist.list_into)
+            n = lister[0](kind, table, buf, tables, cache, out, lister[1], id(box))
+            ids = box[0]
+            return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
         finally:
             self._caches.give(cache, out)
+
+    @cached_property
+    def _lister(self) -> tuple | None:
+        """``(kernel, table)`` that make ``encode()``'s list in the call that encodes,
+        or None where dwstok.pylist cannot make lists on this interpreter."""
+        table = self._id_lists.kernel_table()
+        return None if table is None else (bpe.list_kernel(self._scanner.kind), table)
 
     def _allowed(self, allowed_special) -> frozenset:
         if not allowed_special:  # the usual case, once per call

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .build import build_tables
 from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_RESETS, CACHE_SLOTS, GROW_SOON, NextCache, cache_capacity, grown_cache, new_cache
-from .encode import _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel
+from .encode import _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel, list_kernel
 from .merge import split_token
 from .pages import huge_page_array, on_huge_pages
 from .quadratic import QUAD_PARTS
@@ -51,6 +51,7 @@ __all__ = [
     "decode_ids",
     "encode_bounds",
     "encode_native",
+    "list_kernel",
     "fused_kernel",
     "grown_cache",
     "huge_page_array",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._jit import as_u8, njit, njit_inline, njit_no_nrt
+from ..pylist import list_into
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
 from .merge import _scratch
@@ -121,6 +122,38 @@ def _encode_scanned(buf, bounds, nb, P, CP, S, W, out):
 
 
 _FUSED = {KIND_O200K: _encode_fused_o200k, KIND_O200K_RDIGITS: _encode_fused_o200k, KIND_CL100K: _encode_fused_cl100k, KIND_GPT2: _encode_fused_gpt2}
+
+
+@njit
+def _list_fused_o200k(kind, table, text, P, CP, out, L, box):
+    """:func:`_encode_fused_o200k`, and the ids as a new list in ``box`` (see
+    dwstok.pylist.list_into, ``L`` its table); return how many ids."""
+    n = _encode_fused_o200k(kind, table, text, P, CP, out)
+    list_into(box, out, n, L)
+    return n
+
+
+@njit
+def _list_fused_cl100k(kind, table, text, P, CP, out, L, box):
+    n = _encode_fused_cl100k(kind, table, text, P, CP, out)
+    list_into(box, out, n, L)
+    return n
+
+
+@njit
+def _list_fused_gpt2(kind, table, text, P, CP, out, L, box):
+    n = _encode_fused_gpt2(kind, table, text, P, CP, out)
+    list_into(box, out, n, L)
+    return n
+
+
+_LIST_FUSED = {KIND_O200K: _list_fused_o200k, KIND_O200K_RDIGITS: _list_fused_o200k, KIND_CL100K: _list_fused_cl100k, KIND_GPT2: _list_fused_gpt2}
+
+
+def list_kernel(kind: int):
+    """As :func:`fused_kernel`, the kernel ``f(kind, table, text, P, CP, out, L, box) ->
+    n`` that also puts the ids in ``box[0]`` as a list (dwstok.pylist.list_into)."""
+    return _LIST_FUSED[kind]
 
 
 def fused_kernel(kind: int):

@@ -1,6 +1,7 @@
 """dwstok.pylist: lists of ids from cached ints, against ``tolist()`` and reference counts."""
 
 import gc
+import sys
 import threading
 
 import numpy as np
@@ -130,3 +131,56 @@ def test_a_forked_child_makes_lists_from_the_inherited_ints_and_more():
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert lists.to_list(ids) == ids.tolist()
+
+
+def _list_into(ids, vocab):
+    box = [None]
+    pylist.list_into(id(box), ids, ids.size, IdLists(vocab).kernel_table())
+    return box[0]
+
+
+@pytest.mark.parametrize("n", [0, 1, FILL_FROM - 1, 5_000])
+def test_list_into_puts_the_list_in_the_box(n):
+    # list_into runs inside encoding kernels, without the GIL: it takes it to make the
+    # list, puts it in the caller's one-item box and drops what the box held
+    ids = np.random.default_rng(n).integers(0, 30_000, n).astype(np.uint32)
+    held = object()
+    box = [held]
+    before = sys.getrefcount(held)
+    pylist.list_into(id(box), ids, ids.size, IdLists(30_000).kernel_table())
+    got = box[0]
+    assert type(got) is list and got == ids.tolist() and sys.getrefcount(held) == before - 1
+    assert sys.getrefcount(got) == 3  # box, got, the call's argument: no reference leaked
+    assert n == 0 or got[0] is pylist._INTS[int(ids[0])]
+
+
+def test_list_into_leaves_the_box_alone_for_an_id_out_of_range():
+    assert _list_into(np.array([1, 2, 99], np.uint32), 100) == [1, 2, 99]
+    assert _list_into(np.array([1, 2, 100], np.uint32), 100) is None
+
+
+def test_encode_lists_from_many_threads_keep_counts():
+    # encode() makes its list inside the kernel, taking the GIL back for it: threads
+    # encoding at once each get their own right list, and no count drifts
+    from dwstok import Tokenizer
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b"), (b"ab", b"c")])
+    texts = [("abc " * (50 + i)) + "x" * i for i in range(40)]
+    want = [tok.encode_to_numpy(t).tolist() for t in texts]
+    none_before = sys.getrefcount(None)
+    errors: list = []
+
+    def work(k):
+        for j in range(50):
+            i = (k * 7 + j) % len(texts)
+            if tok.encode(texts[i]) != want[i]:
+                errors.append(i)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    assert abs(sys.getrefcount(None) - none_before) < 50  # a leak would be one a call: 200
+    assert tok._lister is not None  # the kernel path was the one under test
