@@ -89,7 +89,8 @@ class _Block(NamedTuple):
     hq: np.ndarray  # hash of piece j
     heads: np.ndarray  # its bytes 0-7, packed
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
-    res: np.ndarray  # >= 0: its token; -1: cached or long; -2 - q: merged as q
+    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2 - q: merged as q
+    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one)
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
@@ -110,7 +111,7 @@ class _Block(NamedTuple):
 def block_words(nblk):
     """int64 words of the work arrays of a block of ``nblk`` pieces (``_block``)."""
     r = SMALL * nblk  # room for the parts of the block's merges
-    return 17 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
+    return 18 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
 
 
 @njit_inline
@@ -135,6 +136,8 @@ def _block(w, nblk):
     nexts[:] = 0
     at += nblk
     res = w[at : at + nblk]
+    at += nblk
+    res2 = w[at : at + nblk]
     at += nblk
     hslot = w[at : at + nblk]
     at += nblk
@@ -165,7 +168,7 @@ def _block(w, nblk):
     flags = w[at:]  # (nblk + 7) // 8 words
     flags[:] = 0
     binit = flags.view(np.bool_)[:nblk]
-    return _Block(hq, heads, nexts, res, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
+    return _Block(hq, heads, nexts, res, res2, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
 
 
 @njit_no_nrt
@@ -178,7 +181,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     no reference counts, which had been a large share of a short document's time.
     """
     slots, vals, state, keys = C
-    fit = min(PF_BLOCK, w.size // 48)  # block_words(n) <= 48 n
+    fit = min(PF_BLOCK, w.size // 49)  # block_words(n) <= 49 n
     while fit < PF_BLOCK and block_words(fit + 1) <= w.size:
         fit += 1
     if fit < 1:
@@ -188,6 +191,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         _make_room(slots, vals, state, keys, b1 - b0)
+        B.res2[:] = -1
         # 1. list by kind, settle the bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
         _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
@@ -378,7 +382,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
     A piece set up to merge goes in the cache at once, its ids pending until step 4
     writes them: the same piece later in the block then finds it instead of merging again.
     """
-    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
     bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
     cmask = slots.shape[0] - 1
     pmask = pairs.size - 1
@@ -402,9 +406,16 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
                     found = True
                     break
             i = (i + 1) & cmask
-        if found:  # step 4 reads the slot, filled or pending
-            hslot[_ix(j)] = i
-            _prefetch(vals, slots[_ix(i), 3] & 0xFFFFFFFF)  # step 4 copies them
+        if found:
+            vn = slots[_ix(i), 2] & 0xFFFFFFFF
+            v0 = slots[_ix(i), 3] & 0xFFFFFFFF
+            if vn <= 2:  # one or two ids (not PENDING): settled as a token is
+                res[_ix(j)] = vals[_ix(v0)]
+                if vn == 2:
+                    res2[_ix(j)] = vals[_ix(v0 + 1)]
+                continue
+            hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
+            _prefetch(vals, v0)  # and copies them
             continue
         if used + m > bids.size:
             continue  # no room left in this block: step 4 merges it alone
@@ -454,16 +465,19 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
     SIDE_MAX bytes, those that found no room in step 2b, and repeats of a piece whose
     ids are pending. What was merged goes in the cache.
     """
-    hq, heads, nexts, res, hslot = B.hq, B.heads, B.nexts, B.res, B.hslot
+    hq, heads, nexts, res, res2, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot
     bids, boff, bm, pslot = B.bids, B.boff, B.bm, B.pslot
     ids, rk, H = S
     cmask = slots.shape[0] - 1
+    last = out.size - 1
     for k in range(b0, b1):
         j = k - b0
         r0 = res[_ix(j)]
-        if r0 >= 0:
+        if r0 >= 0:  # one id or two, without a branch on which: out[n + 1] is
+            r2 = res2[_ix(j)]  # written either way (then overwritten, or past the end)
+            out[_ix(min(n + 1, last))] = r2
             out[_ix(n)] = r0
-            n += 1
+            n += 1 + (r2 >= 0)
             continue
         s = bounds[_ix(k)]
         e = bounds[_ix(k + 1)]
