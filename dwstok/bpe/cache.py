@@ -2,7 +2,7 @@
 so that a repeated word costs one lookup.
 
 One int64 array (so a call hands it to a kernel as one argument): a head of 8 words,
-then the slots, ``vals`` and ``keys``; see ``_new_cache_packed``.
+then the slots, ``vals``, ``keys`` and ``front``; see ``_new_cache_packed``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,12 @@ GROW_SOON = 1  # its values: a sixteenth full, time to make the next cache's mem
 GROW_NOW = 2  # a quarter full, or it had to start afresh
 
 
+@njit_inline
+def _packed_words(size):
+    """int64 words of a packed cache of ``size`` slots: 8 a slot (see _new_cache_packed)."""
+    return _CACHE_HEAD + 8 * size
+
+
 @njit
 def _new_cache_packed(nbytes):
     """A cache of merged pieces sized for ``nbytes`` of text (it may outlive the call),
@@ -46,9 +52,18 @@ def _new_cache_packed(nbytes):
     ``keys`` for 8 bytes (about what a piece of real text needs, and at most half the
     slots are used). The array: a head of 8 words (the number of
     slots; ``state``: used slots, vals, key bytes and how often it started afresh), the
-    slots, ``vals`` (2 int32 a word), then ``keys`` (8 bytes a word).
+    slots, ``vals`` (2 int32 a word), ``keys`` (8 bytes a word), then ``front``.
+
+    ``front`` has a slot (4 words) per 4 slots: a piece of 2-16 bytes seen before that
+    has one id or two, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length <<
+    32) | number of ids`` (0: empty), then the ids (``(second << 32) | first``, second
+    -1 if none). Tokens emitted whole go there too. So a piece seen before is settled by
+    one slot and one compare; the lookups in ``whole``, ``longs`` and the slots above,
+    each a probe of varying length, had cost mispredicted branches where tokens and
+    merged pieces mix (bench/results/session17-front-20261204.md). The front holds its
+    keys and ids itself, so it stays valid when the slots start afresh.
     """
-    P = np.empty(_CACHE_HEAD + 7 * _cache_slots(nbytes), np.int64)
+    P = np.empty(_packed_words(_cache_slots(nbytes)), np.int64)
     _clear_cache(P)
     return P
 
@@ -64,26 +79,28 @@ def _cache_slots(nbytes):
 
 @njit_inline
 def _clear_cache(P):
-    size = (P.size - _CACHE_HEAD) // 7
+    size = (P.size - _CACHE_HEAD) // 8
     P[:_CACHE_HEAD] = 0
     P[0] = size
     P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
+    P[_CACHE_HEAD + 7 * size :] = 0
 
 
 @njit_inline
 def _cache_views(P):
-    """``(slots, vals, state, keys)`` of a packed cache, as views."""
+    """``(slots, vals, state, keys, front)`` of a packed cache, as views."""
     size = P[0]
     at = _CACHE_HEAD
     slots = P[at : at + 4 * size].reshape(size, 4)
     vals = P[at + 4 * size : at + 6 * size].view(np.int32)
     keys = P[at + 6 * size : at + 7 * size].view(np.uint8)
-    return slots, vals, P[1:5], keys
+    front = P[at + 7 * size : at + 8 * size].reshape(size // 4, 4)
+    return slots, vals, P[1:5], keys, front
 
 
 def cache_capacity(cache: np.ndarray) -> int:
     """Bytes of text a packed cache was sized for (its slots times 8)."""
-    return (cache.size - _CACHE_HEAD) // 7 * 8
+    return (cache.size - _CACHE_HEAD) // 8 * 8
 
 
 @njit_inline
@@ -119,8 +136,8 @@ def _copy_cache(CP, NP, clear):
     """
     if clear:
         _clear_cache(NP)
-    slots, vals, state, keys = _cache_views(CP)
-    nslots, nvals, nstate, nkeys = _cache_views(NP)
+    slots, vals, state, keys, _ = _cache_views(CP)  # (the front is not copied: it refills)
+    nslots, nvals, nstate, nkeys, _ = _cache_views(NP)
     nvals[: state[1]] = vals[: state[1]]
     nkeys[: state[2]] = keys[: state[2]]
     nstate[1] = state[1]
@@ -158,10 +175,10 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
         cache[CACHE_GROW] = 0
         return cache
     ready = None if into is None else into.ready()
-    if ready is not None and ready.size == _CACHE_HEAD + 7 * size:
+    if ready is not None and ready.size == _packed_words(size):
         _copy_cache(cache, ready, False)
         return ready
-    bigger = huge_page_array(_CACHE_HEAD + 7 * size)  # by NumPy: see new_cache
+    bigger = huge_page_array(_packed_words(size))  # by NumPy: see new_cache
     _copy_cache(cache, bigger, True)
     return bigger
 
@@ -183,7 +200,7 @@ class NextCache:
     def __init__(self, cache: np.ndarray):
         size = int(_cache_slots(8 * cache_capacity(cache)))
         self._pid = os.getpid()
-        self._array = huge_page_array(_CACHE_HEAD + 7 * size)
+        self._array = huge_page_array(_packed_words(size))
         self._thread = threading.Thread(target=_clear_slots, args=(self._array, size), name="dwstok-cache", daemon=True)
         self._thread.start()
 
@@ -202,7 +219,7 @@ class NextCache:
 
 def _clear_slots(P: np.ndarray, size: int) -> None:
     """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals`` and
-    ``keys`` are written too, so that no page of the array is first touched by the call
+    ``keys`` are written too (with ``front``), so that no page of the array is first touched by the call
     that grows."""
     P[_CACHE_HEAD + 4 * size :] = 0
     P[:_CACHE_HEAD] = 0
@@ -212,7 +229,7 @@ def _clear_slots(P: np.ndarray, size: int) -> None:
 
 @njit
 def _new_cache(nbytes):
-    """A fresh cache as ``(slots, vals, state, keys)``, for one call."""
+    """A fresh cache as ``(slots, vals, state, keys, front)``, for one call."""
     return _cache_views(_new_cache_packed(nbytes))
 
 
@@ -224,7 +241,7 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`): a
     quarter of the time to make and to first touch than one made by Numba.
     """
-    P = huge_page_array(_CACHE_HEAD + 7 * int(_cache_slots(nbytes)))
+    P = huge_page_array(_packed_words(int(_cache_slots(nbytes))))
     _copy_cache(_NO_SLOTS, P, True)  # clears it; see _copy_cache for why not _clear_cache
     return P
 
@@ -284,7 +301,7 @@ def _put_ids(vals, state, out, n0, cnt):
 @njit_inline
 def _cache_find(C, buf, s, e, h):
     """The slot of buf[s:e] in the cache, or -1 (also while its ids are pending)."""
-    slots, vals, state, keys = C
+    slots, vals, state, keys, front = C
     found, i = _probe(slots, keys, buf, s, e - s, np.int64(_pack8(buf, s, e)), np.int64(_pack8(buf, s + 8, e)), h)
     if not found or slots[_ix(i), 2] & 0xFFFFFFFF == PENDING:
         return -1
@@ -297,7 +314,7 @@ def _cache_get(C, buf, s, e, h, out, n):
     i = _cache_find(C, buf, s, e, h)
     if i < 0:
         return -1
-    slots, vals, state, keys = C
+    slots, vals, state, keys, front = C
     v0, vn = slots[i, 3] & 0xFFFFFFFF, slots[i, 2] & 0xFFFFFFFF
     for j in range(vn):
         out[n + j] = vals[v0 + j]
@@ -307,7 +324,7 @@ def _cache_get(C, buf, s, e, h, out, n):
 @njit_inline
 def _cache_put(C, buf, s, e, h, out, n0, n1):
     """Cache out[n0:n1] as the ids of buf[s:e]; a full cache starts afresh first."""
-    slots, vals, state, keys = C
+    slots, vals, state, keys, front = C
     size = slots.shape[0]
     m = e - s
     cnt = n1 - n0

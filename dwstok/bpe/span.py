@@ -42,6 +42,7 @@ from .side_by_side import _merge_side_by_side
 from .tables import _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
+FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
 
 
@@ -180,7 +181,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     Compiled without Numba's runtime: the dozens of views a call and a block make cost
     no reference counts, which had been a large share of a short document's time.
     """
-    slots, vals, state, keys = C
+    slots, vals, state, keys, front = C
     fit = min(PF_BLOCK, w.size // 49)  # block_words(n) <= 49 n
     while fit < PF_BLOCK and block_words(fit + 1) <= w.size:
         fit += 1
@@ -195,17 +196,20 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         # 1. list by kind, settle the bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
         _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
-        _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, T.whole)
-        _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, T.longs)
+        _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
+        _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
+        # 1b. pieces seen before, from the front table; the rest go on
+        ns = _front_short(bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B.res, B.res2)
+        nl = _front_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B.res, B.res2)
         # 2a. a token emitted whole, or a miss
-        nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, B, 0)
-        nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, B, nmiss)
+        nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
+        nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
         # 2b. the misses: in the cache, else set up to merge
-        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_bits, slots, vals, state, keys, B)
+        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_bits, slots, vals, state, keys, front, B)
         # 3. merge side by side
         _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))  # never a literal 0: one compile
         # 4. write out
-        n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n)
+        n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, out, n)
     return n
 
 
@@ -259,11 +263,11 @@ def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
 
 
 @njit_inline
-def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, whole):
+def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, front):
     """Hash the pieces of 2-8 bytes (as _hash_bytes: the packed head says it all), keep
-    their packed heads, and prefetch their ``whole`` slot."""
-    wflat = whole.reshape(whole.size)
-    wmask = whole.shape[0] - 1
+    their packed heads, and prefetch their front slot."""
+    fflat = front.reshape(front.size)
+    fmask = front.shape[0] - 1
     nbuf = buf.size
     for a in range(ns):
         j = sidx[_ix(a)]
@@ -279,15 +283,15 @@ def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, whole):
         heads[_ix(j)] = head
         h = _avalanche((head ^ (np.uint64(m) << np.uint64(56))) * np.uint64(0x9E3779B97F4A7C15))
         hq[_ix(j)] = h
-        _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
+        _prefetch(fflat, np.int64(h & np.uint64(fmask)) * 4)
 
 
 @njit_inline
-def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, longs):
+def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, front):
     """Hash the pieces over 8 bytes (as _hash_bytes), keep their packed heads, and
-    prefetch their ``longs`` slot."""
-    lflat = longs.reshape(longs.size)
-    lmask = longs.shape[0] - 1
+    prefetch their front slot."""
+    fflat = front.reshape(front.size)
+    fmask = front.shape[0] - 1
     for a in range(nl):
         j = lidx[_ix(a)]
         s = bounds[_ix(b0 + j)]
@@ -296,12 +300,82 @@ def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, longs):
         heads[_ix(j)] = head
         h = _hash_from_head(buf, s, e, head)
         hq[_ix(j)] = h
-        _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
+        _prefetch(fflat, np.int64(h & np.uint64(fmask)) * 4)
 
 
 @njit_inline
-def _classify_short(bounds, b0, sidx, ns, whole, slots, B, nmiss):
-    """Pieces of 2-8 bytes: a token from ``whole``, else a miss (cache slot prefetched)."""
+def _front_put(front, h, hd, nd, m, id0, id1):
+    """Put a piece of ``m`` bytes (2 to FRONT_MAX) with one id or two (``id1`` -1: one)
+    in its front slot, in place of what was there."""
+    f = np.int64(h & np.uint64(front.shape[0] - 1))
+    front[_ix(f), 0] = hd
+    front[_ix(f), 1] = nd
+    front[_ix(f), 2] = (np.int64(m) << 32) | (1 + (id1 >= 0))
+    front[_ix(f), 3] = (np.int64(id1) << 32) | id0
+
+
+@njit_inline
+def _front_ids(front, f, res, res2, j):
+    """Settle piece j from front slot f, as a token is: its ids to ``res`` and ``res2``."""
+    w = front[_ix(f), 3]
+    res[_ix(j)] = w & 0xFFFFFFFF
+    res2[_ix(j)] = w >> 32  # -1 if it has one id (as _front_put stores it)
+
+
+@njit_inline
+def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, res, res2):
+    """Pieces of 2-8 bytes found in the front table are settled; return how many are
+    not, now first in ``sidx`` (in order), their ``whole`` slot prefetched.
+
+    Settled here, ids and all, not by a reference to the slot: a piece put in the front
+    later in the block may take the same slot."""
+    wflat = whole.reshape(whole.size)
+    wmask = whole.shape[0] - 1
+    fmask = front.shape[0] - 1
+    nmiss = 0
+    for a in range(ns):
+        j = sidx[_ix(a)]
+        m = bounds[_ix(b0 + j + 1)] - bounds[_ix(b0 + j)]
+        h = hq[_ix(j)]
+        f = np.int64(h & np.uint64(fmask))
+        if (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
+            _front_ids(front, f, res, res2, j)
+            continue
+        sidx[_ix(nmiss)] = j
+        nmiss += 1
+        _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
+    return nmiss
+
+
+@njit_inline
+def _front_long(buf, bounds, b0, lidx, nl, heads, hq, front, longs, res, res2):
+    """As :func:`_front_short`, for pieces over 8 bytes (those up to FRONT_MAX may be
+    there); the rest get their ``longs`` slot prefetched."""
+    lflat = longs.reshape(longs.size)
+    lmask = longs.shape[0] - 1
+    fmask = front.shape[0] - 1
+    nmiss = 0
+    for a in range(nl):
+        j = lidx[_ix(a)]
+        s = bounds[_ix(b0 + j)]
+        e = bounds[_ix(b0 + j + 1)]
+        m = e - s
+        h = hq[_ix(j)]
+        f = np.int64(h & np.uint64(fmask))
+        if m <= FRONT_MAX and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
+            if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):
+                _front_ids(front, f, res, res2, j)
+                continue
+        lidx[_ix(nmiss)] = j
+        nmiss += 1
+        _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
+    return nmiss
+
+
+@njit_inline
+def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
+    """Pieces of 2-8 bytes: a token from ``whole`` (put in the front), else a miss
+    (cache slot prefetched)."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
@@ -324,6 +398,7 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, B, nmiss):
             i = (i + 1) & wmask
         if t >= 0:
             res[_ix(j)] = t
+            _front_put(front, h, hd, 0, m, t, -1)
             continue
         res[_ix(j)] = -1
         hslot[_ix(j)] = -1
@@ -334,9 +409,10 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, B, nmiss):
 
 
 @njit_inline
-def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, B, nmiss):
-    """Pieces over 8 bytes: a token from ``longs``, else a miss (cache slot prefetched),
-    merged side by side if it has at most SIDE_MAX bytes."""
+def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, front, B, nmiss):
+    """Pieces over 8 bytes: a token from ``longs`` (put in the front up to FRONT_MAX
+    bytes), else a miss (cache slot prefetched), merged side by side if it has at most
+    SIDE_MAX bytes."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
@@ -364,6 +440,8 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
             i = (i + 1) & lmask
         if t >= 0:
             res[_ix(j)] = t
+            if m <= FRONT_MAX:
+                _front_put(front, h, hd, nd, m, t, -1)
             continue
         res[_ix(j)] = -1
         hslot[_ix(j)] = -1
@@ -375,7 +453,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
 
 
 @njit_inline
-def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, bits, slots, vals, state, keys, B):
+def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, bits, slots, vals, state, keys, front, B):
     """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
     to merge side by side while its parts fit in the block's room; return how many are.
 
@@ -413,6 +491,8 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
                 res[_ix(j)] = vals[_ix(v0)]
                 if vn == 2:
                     res2[_ix(j)] = vals[_ix(v0 + 1)]
+                if m <= FRONT_MAX:
+                    _front_put(front, hq[_ix(j)], hd, nd, m, res[_ix(j)], res2[_ix(j)])
                 continue
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
@@ -457,13 +537,14 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
 
 
 @njit_inline
-def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
+def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, out, n):
     """Step 4: the ids of pieces b0..b1 to out[n:] in order; return the new n.
 
     Settled and side-by-side pieces are copied; the rest are looked up in the cache
     (pieces over SIDE_MAX bytes were not, in step 2b) or merged alone: pieces over
     SIDE_MAX bytes, those that found no room in step 2b, and repeats of a piece whose
-    ids are pending. What was merged goes in the cache.
+    ids are pending. What was merged goes in the cache, and in the front table if it
+    has up to FRONT_MAX bytes and two ids.
     """
     hq, heads, nexts, res, res2, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot
     bids, boff, bm, pslot = B.bids, B.boff, B.bm, B.pslot
@@ -486,6 +567,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
             continue
         n0 = n
         fill = -1  # the piece's cache slot whose ids are pending
+        done = False  # nothing more to put in the cache
         if r0 <= -2:
             q = -2 - r0
             base = boff[_ix(q)]
@@ -493,8 +575,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
                 out[_ix(n + i)] = bids[_ix(base + i)]
             n += bm[_ix(q)]
             fill = pslot[_ix(q)]
-            if fill < 0:
-                continue  # its key found no room in the cache
+            done = fill < 0  # its key found no room in the cache
         else:
             hit = hslot[_ix(j)]
             if m > SIDE_MAX and m <= CACHE_MAX:  # not looked up in step 2b
@@ -519,10 +600,16 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, B, out, n):
                     for jj in range(vn):
                         out[_ix(n + jj)] = vals[_ix(v0 + jj)]
                     n += vn
-                    continue
-                fill = hit  # its first copy found no room for its ids
-            n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
+                    done = True
+                else:
+                    fill = hit  # its first copy found no room for its ids
+            if not done:
+                n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
         cnt = n - n0
+        if m <= FRONT_MAX and cnt <= 2:
+            _front_put(front, hq[_ix(j)], np.int64(heads[_ix(j)]), nexts[_ix(j)], m, out[_ix(n0)], out[_ix(n0 + 1)] if cnt == 2 else -1)
+        if done:
+            continue
         if fill >= 0:  # the ids of a slot step 2b put in the cache, if they fit
             if state[1] + cnt <= vals.size:
                 for jj in range(cnt):

@@ -293,7 +293,8 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
     slots = np.full((4096, 4), -1, np.int64)
-    cache = (slots, np.empty(40, np.int32), np.zeros(4, np.int64), np.empty(64, np.uint8))
+    front = np.zeros((16, 4), np.int64)  # a tiny front table: slots taken over often
+    cache = (slots, np.empty(40, np.int32), np.zeros(4, np.int64), np.empty(64, np.uint8), front)
     one = span.PF_BLOCK  # one block: the cache does not start afresh before the end
     one_buf, one_bounds = _joined(text_pieces[:one])
     n = with_cache(one_buf, one_bounds, t, cache, out)
@@ -351,3 +352,36 @@ def test_kernels_without_the_runtime_leak_no_reference_to_the_tables():
     del tok, ids
     gc.collect()
     assert packed() is None
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+@pytest.mark.parametrize("nbytes", [64, 1 << 12, 1 << 16])
+def test_front_table_holds_only_right_ids(rule, nbytes):
+    # The cache's front table settles a piece of 2-16 bytes seen before from one slot.
+    # Whatever order pieces come in, and however often a small cache starts afresh or a
+    # front slot is taken over within a block, every filled front slot must hold its
+    # piece's own ids, and calls that use it give the reference ids.
+    from dwstok.scanner import get_scanner
+
+    sc = get_scanner("gpt2")
+    t, ref = _tables_and_reference(rule, 41)
+    rng = random.Random(nbytes)
+    words = ["".join(rng.choice("abc") for _ in range(rng.randint(1, 17))) for _ in range(300)]
+    cache = bpe.new_cache(nbytes)
+    for _ in range(12):
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(10, 2 * span.PF_BLOCK))).encode()
+        buf = np.frombuffer(text, np.uint8)
+        b = sc.bounds(buf)
+        want = [i for s, e in zip(b[:-1], b[1:]) for i in ref(bytes(buf[s:e]))]
+        assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
+    front = bpe_cache._cache_views(cache)[4]
+    filled = 0
+    for head, nxt, meta, ids in front.tolist():
+        if meta == 0:
+            continue
+        m, cnt = meta >> 32, meta & 0xFFFFFFFF
+        piece = (head.to_bytes(8, "little", signed=True) + nxt.to_bytes(8, "little", signed=True))[:m]
+        first, second = ids & 0xFFFFFFFF, ids >> 32
+        assert 2 <= m <= span.FRONT_MAX and ref(piece) == [first, second][:cnt] and (cnt == 2 or second == -1)
+        filled += 1
+    assert filled >= min(front.shape[0] // 4, 10)  # the front was in use
