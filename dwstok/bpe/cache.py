@@ -55,9 +55,9 @@ def _new_cache_packed(nbytes):
     slots, ``vals`` (2 int32 a word), ``keys`` (8 bytes a word), then ``front``.
 
     ``front`` has a slot (4 words) per 4 slots: a piece of 2-16 bytes seen before that
-    has one id or two, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length <<
-    32) | number of ids`` (0: empty), then the ids (``(second << 32) | first``, second
-    -1 if none). Tokens emitted whole go there too. So a piece seen before is settled by
+    has one to three ids, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length <<
+    32) | number of ids`` (0: empty), then the ids, 21 bits each (all ones: none; see
+    span._front_put). Tokens emitted whole go there too. So a piece seen before is settled by
     one slot and one compare; the lookups in ``whole``, ``longs`` and the slots above,
     each a probe of varying length, had cost mispredicted branches where tokens and
     merged pieces mix (bench/results/session17-front-20261204.md). The front holds its

@@ -43,6 +43,7 @@ from .tables import _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
+FRONT_ID = (1 << 21) - 1  # a front slot packs ids in 21 bits each; this one means none
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
 
 
@@ -92,6 +93,7 @@ class _Block(NamedTuple):
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
     res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2 - q: merged as q
     res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one)
+    res3: np.ndarray  # and its third, or -1 (it has fewer)
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
@@ -112,7 +114,7 @@ class _Block(NamedTuple):
 def block_words(nblk):
     """int64 words of the work arrays of a block of ``nblk`` pieces (``_block``)."""
     r = SMALL * nblk  # room for the parts of the block's merges
-    return 18 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
+    return 19 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
 
 
 @njit_inline
@@ -139,6 +141,8 @@ def _block(w, nblk):
     res = w[at : at + nblk]
     at += nblk
     res2 = w[at : at + nblk]
+    at += nblk
+    res3 = w[at : at + nblk]
     at += nblk
     hslot = w[at : at + nblk]
     at += nblk
@@ -169,7 +173,7 @@ def _block(w, nblk):
     flags = w[at:]  # (nblk + 7) // 8 words
     flags[:] = 0
     binit = flags.view(np.bool_)[:nblk]
-    return _Block(hq, heads, nexts, res, res2, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
+    return _Block(hq, heads, nexts, res, res2, res3, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
 
 
 @njit_no_nrt
@@ -182,7 +186,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     no reference counts, which had been a large share of a short document's time.
     """
     slots, vals, state, keys, front = C
-    fit = min(PF_BLOCK, w.size // 49)  # block_words(n) <= 49 n
+    fit = min(PF_BLOCK, w.size // 50)  # block_words(n) <= 50 n
     while fit < PF_BLOCK and block_words(fit + 1) <= w.size:
         fit += 1
     if fit < 1:
@@ -193,14 +197,15 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         b1 = min(b0 + nblk, k1)
         _make_room(slots, vals, state, keys, b1 - b0)
         B.res2[:] = -1
+        B.res3[:] = -1
         # 1. list by kind, settle the bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
         _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
-        ns = _front_short(bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B.res, B.res2)
-        nl = _front_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B.res, B.res2)
+        ns = _front_short(bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B)
+        nl = _front_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B)
         # 2a. a token emitted whole, or a miss
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
@@ -304,26 +309,33 @@ def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, front):
 
 
 @njit_inline
-def _front_put(front, h, hd, nd, m, id0, id1):
-    """Put a piece of ``m`` bytes (2 to FRONT_MAX) with one id or two (``id1`` -1: one)
-    in its front slot, in place of what was there."""
+def _front_put(front, h, hd, nd, m, id0, id1, id2):
+    """Put a piece of ``m`` bytes (2 to FRONT_MAX) with one to three ids (``id1``,
+    ``id2``: -1 if it has fewer) in its front slot, in place of what was there; not if
+    an id is FRONT_ID or more (a vocabulary of 2 million)."""
+    if id0 >= FRONT_ID or id1 >= FRONT_ID or id2 >= FRONT_ID:
+        return
     f = np.int64(h & np.uint64(front.shape[0] - 1))
     front[_ix(f), 0] = hd
     front[_ix(f), 1] = nd
-    front[_ix(f), 2] = (np.int64(m) << 32) | (1 + (id1 >= 0))
-    front[_ix(f), 3] = (np.int64(id1) << 32) | id0
+    front[_ix(f), 2] = (np.int64(m) << 32) | (1 + (id1 >= 0) + (id2 >= 0))
+    front[_ix(f), 3] = np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
 
 
 @njit_inline
-def _front_ids(front, f, res, res2, j):
-    """Settle piece j from front slot f, as a token is: its ids to ``res`` and ``res2``."""
+def _front_ids(front, f, B, j):
+    """Settle piece j from front slot f, as a token is: its ids to ``res``, ``res2`` and
+    ``res3`` (-1 for those it does not have, stored as FRONT_ID)."""
     w = front[_ix(f), 3]
-    res[_ix(j)] = w & 0xFFFFFFFF
-    res2[_ix(j)] = w >> 32  # -1 if it has one id (as _front_put stores it)
+    B.res[_ix(j)] = w & FRONT_ID
+    b = (w >> 21) & FRONT_ID
+    c = (w >> 42) & FRONT_ID
+    B.res2[_ix(j)] = b if b != FRONT_ID else -1
+    B.res3[_ix(j)] = c if c != FRONT_ID else -1
 
 
 @njit_inline
-def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, res, res2):
+def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, B):
     """Pieces of 2-8 bytes found in the front table are settled; return how many are
     not, now first in ``sidx`` (in order), their ``whole`` slot prefetched.
 
@@ -339,7 +351,7 @@ def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, res, res2):
         h = hq[_ix(j)]
         f = np.int64(h & np.uint64(fmask))
         if (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
-            _front_ids(front, f, res, res2, j)
+            _front_ids(front, f, B, j)
             continue
         sidx[_ix(nmiss)] = j
         nmiss += 1
@@ -348,7 +360,7 @@ def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, res, res2):
 
 
 @njit_inline
-def _front_long(buf, bounds, b0, lidx, nl, heads, hq, front, longs, res, res2):
+def _front_long(buf, bounds, b0, lidx, nl, heads, hq, front, longs, B):
     """As :func:`_front_short`, for pieces over 8 bytes (those up to FRONT_MAX may be
     there); the rest get their ``longs`` slot prefetched."""
     lflat = longs.reshape(longs.size)
@@ -364,7 +376,7 @@ def _front_long(buf, bounds, b0, lidx, nl, heads, hq, front, longs, res, res2):
         f = np.int64(h & np.uint64(fmask))
         if m <= FRONT_MAX and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
             if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):
-                _front_ids(front, f, res, res2, j)
+                _front_ids(front, f, B, j)
                 continue
         lidx[_ix(nmiss)] = j
         nmiss += 1
@@ -398,7 +410,7 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
             i = (i + 1) & wmask
         if t >= 0:
             res[_ix(j)] = t
-            _front_put(front, h, hd, 0, m, t, -1)
+            _front_put(front, h, hd, 0, m, t, -1, -1)
             continue
         res[_ix(j)] = -1
         hslot[_ix(j)] = -1
@@ -441,7 +453,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
         if t >= 0:
             res[_ix(j)] = t
             if m <= FRONT_MAX:
-                _front_put(front, h, hd, nd, m, t, -1)
+                _front_put(front, h, hd, nd, m, t, -1, -1)
             continue
         res[_ix(j)] = -1
         hslot[_ix(j)] = -1
@@ -460,7 +472,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
     A piece set up to merge goes in the cache at once, its ids pending until step 4
     writes them: the same piece later in the block then finds it instead of merging again.
     """
-    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
+    hq, heads, nexts, res, res2, res3, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot, B.misses
     bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
     cmask = slots.shape[0] - 1
     pmask = pairs.size - 1
@@ -487,12 +499,14 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
         if found:
             vn = slots[_ix(i), 2] & 0xFFFFFFFF
             v0 = slots[_ix(i), 3] & 0xFFFFFFFF
-            if vn <= 2:  # one or two ids (not PENDING): settled as a token is
+            if vn <= 3:  # one to three ids (not PENDING): settled as a token is
                 res[_ix(j)] = vals[_ix(v0)]
-                if vn == 2:
+                if vn >= 2:
                     res2[_ix(j)] = vals[_ix(v0 + 1)]
+                if vn == 3:
+                    res3[_ix(j)] = vals[_ix(v0 + 2)]
                 if m <= FRONT_MAX:
-                    _front_put(front, hq[_ix(j)], hd, nd, m, res[_ix(j)], res2[_ix(j)])
+                    _front_put(front, hq[_ix(j)], hd, nd, m, res[_ix(j)], res2[_ix(j)], res3[_ix(j)])
                 continue
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
@@ -544,9 +558,9 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
     (pieces over SIDE_MAX bytes were not, in step 2b) or merged alone: pieces over
     SIDE_MAX bytes, those that found no room in step 2b, and repeats of a piece whose
     ids are pending. What was merged goes in the cache, and in the front table if it
-    has up to FRONT_MAX bytes and two ids.
+    has up to FRONT_MAX bytes and three ids.
     """
-    hq, heads, nexts, res, res2, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot
+    hq, heads, nexts, res, res2, res3, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot
     bids, boff, bm, pslot = B.bids, B.boff, B.bm, B.pslot
     ids, rk, H = S
     cmask = slots.shape[0] - 1
@@ -554,11 +568,13 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
     for k in range(b0, b1):
         j = k - b0
         r0 = res[_ix(j)]
-        if r0 >= 0:  # one id or two, without a branch on which: out[n + 1] is
-            r2 = res2[_ix(j)]  # written either way (then overwritten, or past the end)
+        if r0 >= 0:  # one to three ids, without a branch on how many: out[n + 1] and
+            r2 = res2[_ix(j)]  # out[n + 2] are written either way (then overwritten, or
+            r3 = res3[_ix(j)]  # past the end), last to first
+            out[_ix(min(n + 2, last))] = r3
             out[_ix(min(n + 1, last))] = r2
             out[_ix(n)] = r0
-            n += 1 + (r2 >= 0)
+            n += 1 + (r2 >= 0) + (r3 >= 0)
             continue
         s = bounds[_ix(k)]
         e = bounds[_ix(k + 1)]
@@ -606,8 +622,10 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
             if not done:
                 n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
         cnt = n - n0
-        if m <= FRONT_MAX and cnt <= 2:
-            _front_put(front, hq[_ix(j)], np.int64(heads[_ix(j)]), nexts[_ix(j)], m, out[_ix(n0)], out[_ix(n0 + 1)] if cnt == 2 else -1)
+        if m <= FRONT_MAX and cnt <= 3:
+            id1 = np.int64(out[_ix(n0 + 1)]) if cnt >= 2 else -1
+            id2 = np.int64(out[_ix(n0 + 2)]) if cnt == 3 else -1
+            _front_put(front, hq[_ix(j)], np.int64(heads[_ix(j)]), nexts[_ix(j)], m, out[_ix(n0)], id1, id2)
         if done:
             continue
         if fill >= 0:  # the ids of a slot step 2b put in the cache, if they fit

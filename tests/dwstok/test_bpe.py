@@ -357,7 +357,8 @@ def test_kernels_without_the_runtime_leak_no_reference_to_the_tables():
 @pytest.mark.parametrize("rule", ["ranks", "merges"])
 @pytest.mark.parametrize("nbytes", [64, 1 << 12, 1 << 16])
 def test_front_table_holds_only_right_ids(rule, nbytes):
-    # The cache's front table settles a piece of 2-16 bytes seen before from one slot.
+    # The cache's front table settles a piece of 2-16 bytes (up to 3 ids) seen before
+    # from one slot.
     # Whatever order pieces come in, and however often a small cache starts afresh or a
     # front slot is taken over within a block, every filled front slot must hold its
     # piece's own ids, and calls that use it give the reference ids.
@@ -381,7 +382,16 @@ def test_front_table_holds_only_right_ids(rule, nbytes):
             continue
         m, cnt = meta >> 32, meta & 0xFFFFFFFF
         piece = (head.to_bytes(8, "little", signed=True) + nxt.to_bytes(8, "little", signed=True))[:m]
-        first, second = ids & 0xFFFFFFFF, ids >> 32
-        assert 2 <= m <= span.FRONT_MAX and ref(piece) == [first, second][:cnt] and (cnt == 2 or second == -1)
+        got = [(ids >> (21 * i)) & span.FRONT_ID for i in range(3)]  # all ones: no id
+        assert 2 <= m <= span.FRONT_MAX and ref(piece) == got[:cnt] and all(x == span.FRONT_ID for x in got[cnt:])
         filled += 1
     assert filled >= min(front.shape[0] // 4, 10)  # the front was in use
+
+
+def test_front_slot_packs_three_ids_and_refuses_ids_it_cannot_hold():
+    front = np.zeros((8, 4), np.int64)
+    span._front_put(front, np.uint64(3), 11, 0, 5, 7, 2_000_000, -1)
+    assert front[3].tolist() == [11, 0, (5 << 32) | 2, 7 | (2_000_000 << 21) | (span.FRONT_ID << 42)]
+    span._front_put(front, np.uint64(4), 12, 0, 5, 7, span.FRONT_ID, -1)  # (2^21 - 1: "none")
+    span._front_put(front, np.uint64(5), 13, 0, 5, 1 << 40, -1, -1)
+    assert not front[4:6].any()
