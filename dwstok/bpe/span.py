@@ -182,6 +182,8 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
 
     ``T``: the tables; ``C``: the piece cache's views; ``S``: scratch for merging alone;
     ``w``: work words (``span_work``), blocks as large as they hold up to ``PF_BLOCK``.
+    ``out`` past the ids written may be written too (two ids at most, within ``out``):
+    each call, or each thread, needs an ``out`` of its own.
     Compiled without Numba's runtime: the dozens of views a call and a block make cost
     no reference counts, which had been a large share of a short document's time.
     """
