@@ -206,8 +206,8 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
-        ns = _front_short(bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B)
-        nl = _front_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B)
+        ns = _front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B)
+        nl = _front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B)
         # 2a. a token emitted whole, or a miss
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
@@ -337,52 +337,32 @@ def _front_ids(front, f, B, j):
 
 
 @njit_inline
-def _front_short(bounds, b0, sidx, ns, heads, hq, front, whole, B):
-    """Pieces of 2-8 bytes found in the front table are settled; return how many are
-    not, now first in ``sidx`` (in order), their ``whole`` slot prefetched.
+def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
+    """Pieces ``idx[:count]`` found in the front table are settled; return how many are
+    not, now first in ``idx`` (in order), their slot in ``table`` (``whole`` for the
+    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched.
 
     Settled here, ids and all, not by a reference to the slot: a piece put in the front
-    later in the block may take the same slot."""
-    wflat = whole.reshape(whole.size)
-    wmask = whole.shape[0] - 1
+    later in the block may take the same slot. Called once a list, as the lists are
+    classified (a loop of their own each)."""
+    tflat = table.reshape(table.size)
+    tmask = table.shape[0] - 1
     fmask = front.shape[0] - 1
     nmiss = 0
-    for a in range(ns):
-        j = sidx[_ix(a)]
-        m = bounds[_ix(b0 + j + 1)] - bounds[_ix(b0 + j)]
-        h = hq[_ix(j)]
-        f = np.int64(h & np.uint64(fmask))
-        if (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
-            _front_ids(front, f, B, j)
-            continue
-        sidx[_ix(nmiss)] = j
-        nmiss += 1
-        _prefetch(wflat, np.int64(h & np.uint64(wmask)) * 2)
-    return nmiss
-
-
-@njit_inline
-def _front_long(buf, bounds, b0, lidx, nl, heads, hq, front, longs, B):
-    """As :func:`_front_short`, for pieces over 8 bytes (those up to FRONT_MAX may be
-    there); the rest get their ``longs`` slot prefetched."""
-    lflat = longs.reshape(longs.size)
-    lmask = longs.shape[0] - 1
-    fmask = front.shape[0] - 1
-    nmiss = 0
-    for a in range(nl):
-        j = lidx[_ix(a)]
+    for a in range(count):
+        j = idx[_ix(a)]
         s = bounds[_ix(b0 + j)]
         e = bounds[_ix(b0 + j + 1)]
         m = e - s
         h = hq[_ix(j)]
         f = np.int64(h & np.uint64(fmask))
         if m <= FRONT_MAX and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
-            if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):
+            if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):  # (0 up to 8 bytes)
                 _front_ids(front, f, B, j)
                 continue
-        lidx[_ix(nmiss)] = j
+        idx[_ix(nmiss)] = j
         nmiss += 1
-        _prefetch(lflat, np.int64(h & np.uint64(lmask)) * 3)
+        _prefetch(tflat, np.int64(h & np.uint64(tmask)) * table.shape[1])
     return nmiss
 
 
