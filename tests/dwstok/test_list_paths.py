@@ -163,3 +163,15 @@ def test_an_interpreter_without_the_list_layout_gives_the_same_lists(monkeypatch
         _same(plain.encode(text), _numpy(plain, text))
     for got, text in zip(plain.encode_batch(TEXTS, num_threads=2), TEXTS, strict=True):
         _same(got, _numpy(plain, text))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_range_edges_cover_every_document_once(monkeypatch, threads):
+    # One thread: one range, from the first document to the last. More: contiguous
+    # ranges that start at 0, end at the last document and never repeat an edge.
+    monkeypatch.setattr(tokenizer_module, "_RANGE_BYTES", 10)
+    offsets = np.cumsum([0] + [7, 0, 30, 1, 1, 50, 3, 9, 12, 0]).astype(np.int64)
+    edges = tokenizer_module._range_edges(offsets, threads)
+    n_docs = offsets.size - 1
+    assert edges[0] == 0 and edges[-1] == n_docs and all(a < b for a, b in zip(edges, edges[1:]))
+    assert (len(edges) == 2) == (threads == 1)
