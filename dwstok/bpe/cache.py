@@ -55,13 +55,13 @@ def _new_cache_packed(nbytes):
     slots, ``vals`` (2 int32 a word), ``keys`` (8 bytes a word), then ``front``.
 
     ``front`` has a slot (4 words) per 4 slots: a piece of 2-16 bytes seen before that
-    has one to three ids, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length <<
-    32) | number of ids`` (0: empty), then the ids, 21 bits each (all ones: none; see
-    span._front_put). Tokens emitted whole go there too. So a piece seen before is settled by
-    one slot and one compare; the lookups in ``whole``, ``longs`` and the slots above,
-    each a probe of varying length, had cost mispredicted branches where tokens and
-    merged pieces mix (bench/results/session17-front-20261204.md). The front holds its
-    keys and ids itself, so it stays valid when the slots start afresh.
+    has one to three ids, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length
+    << 32) | number of ids`` (0: empty), then the ids, 21 bits each (all ones: none; see
+    span._front_put). Tokens emitted whole go there too. So a piece seen before is
+    settled by one slot and one compare; the lookups in ``whole``, ``longs`` and the
+    slots above, each a probe of varying length, had cost mispredicted branches where
+    tokens and merged pieces mix (bench/results/session17-front-20261204.md). The front
+    holds its keys and ids itself, so it stays valid when the slots start afresh.
     """
     P = np.empty(_packed_words(_cache_slots(nbytes)), np.int64)
     _clear_cache(P)
@@ -218,9 +218,9 @@ class NextCache:
 
 
 def _clear_slots(P: np.ndarray, size: int) -> None:
-    """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals`` and
-    ``keys`` are written too (with ``front``), so that no page of the array is first touched by the call
-    that grows."""
+    """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals``, ``keys``
+    and ``front`` are written too, so that no page of the array is first touched by the
+    call that grows."""
     P[_CACHE_HEAD + 4 * size :] = 0
     P[:_CACHE_HEAD] = 0
     P[0] = size
