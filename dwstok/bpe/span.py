@@ -7,16 +7,19 @@ memory, and waits that do not depend on one another can overlap. Pieces go in bl
 ``PF_BLOCK``, each block in steps:
 
 1. list the pieces by kind (a byte, up to 8 bytes, more) without a branch, settle the
-   bytes, then hash the others and prefetch their ``whole`` (or ``longs``) slot, each
+   bytes, then hash the others and prefetch their slot in the cache's front table, each
    kind in a loop of its own (mixed text mispredicts a branch on the kind);
+   1b. a piece of up to FRONT_MAX bytes found in the front table is settled, ids and
+   all; for the rest the ``whole`` (or ``longs``) slot is prefetched;
 2. classify, again a loop per kind (each list keeps block order, which the pending ids
-   below rely on): a token emitted whole is settled; for the rest the cache slot is
-   prefetched, and a piece of up to ``SIDE_MAX`` bytes that is not in the cache is set
-   up for merging (while its parts fit in the block's room) and put in the cache at
-   once, its ids pending, so that its repeats in the same block are not merged again;
+   below rely on): a token emitted whole is settled (and put in the front); for the
+   rest the cache slot is prefetched, and a piece of up to ``SIDE_MAX`` bytes that is
+   found there with up to three ids is settled too, else set up for merging (while its
+   parts fit in the block's room) and put in the cache at once, its ids pending, so
+   that its repeats in the same block are not merged again;
 3. merge those pieces side by side (side_by_side.py);
 4. write out in order, taking cached and longer pieces one by one, and caching what was
-   merged.
+   merged (in the front too, if it has up to three ids).
 
 Each piece is still merged by the same quadratic scan, so ids are unchanged. The steps
 are inlined functions given only the arrays they read: a helper call per piece that
