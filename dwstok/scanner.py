@@ -56,7 +56,7 @@ import functools
 import numpy as np
 import regex
 
-from ._intrinsics import byte_masks_intrinsic, clz, ctz, load8
+from ._intrinsics import byte_masks_intrinsic, clz, ctz, load8, popcount
 from ._jit import njit, njit_inline
 from .errors import ConfigError, InputError
 from .patterns import resolve
@@ -123,41 +123,107 @@ _ADD_A = np.uint64(0x1F1F1F1F1F1F1F1F)  # + 0x1F sets bit 7 of a byte from 'a' (
 _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 
 
-# ---------------------------------------------------------------- ASCII windows
+# ---------------------------------------------------------------- windows
 #
 # The o200k kernels spend most of their time deciding, piece by piece, which
 # alternative of the pattern applies: a branch on the class of the first character
-# that text makes unpredictable, and another on where each run ends. On ASCII text
-# the pieces follow from the classes of the bytes and of their neighbours alone, so
-# ``_ascii_window`` finds all pieces of up to 64 bytes at once with 64-bit masks (bit
-# j: byte j), the idea of fastokens' pretokenizer. The masks come from vector
-# compares (``byte_masks_intrinsic``), the pieces from shifts and ands, with no branch per
-# piece. A byte of 0x80 or more, a slash right after a line break, a contraction
-# right after another, or the last 64 bytes of the buffer end the window or leave it
-# to the scalar loop.
+# that text makes unpredictable, and another on where each run ends. The pieces
+# follow from the classes of the characters and of their neighbours alone, so
+# ``_window`` finds all pieces of up to 64 bytes at once with 64-bit masks (bit j:
+# byte j), the idea of fastokens' pretokenizer. ASCII classes come from vector
+# compares (``byte_masks_intrinsic``); characters of two and three bytes are looked
+# up in the class table, one per character, with no branch on the class; the pieces
+# come from shifts and ands, with no branch per piece. What the masks do not model
+# ends the window or leaves it to the scalar loop: a slash right after a line break,
+# a contraction right after another, four-byte or invalid UTF-8, digits beyond ASCII,
+# a mark that does not follow a letter, an upper-case letter right after Lm/Lo or a
+# mark, and the last 64 bytes of the buffer.
+#
+# A multi-byte character sets the bits of all its bytes in its class's masks, so a
+# run of a class is a run of bits as for ASCII. Where the pattern counts characters,
+# not bytes, the masks find the character's first byte: a punctuation run of one
+# character, and the last character of a white-space run.
 #
 # A piece start does not depend on what came before it (the pattern has no
 # lookbehind), so the window is segmented as if its text began there. Only its last
 # run of a class and the last three bytes may depend on bytes past the window, so a
 # window keeps the starts before both, and the next window begins at the last of them.
 
-# a-z, A-Z, 0-9, \s but \r\n, space, apostrophe, \r\n, slash, and what ends a window
+# a-z, A-Z, 0-9, \s but \r\n, space, apostrophe, \r\n, slash, bytes of 0x80 or more
 _ascii_classes = byte_masks_intrinsic(
     [[(0x61, 26)], [(0x41, 26)], [(0x30, 10)], [(0x09, 1), (0x0B, 2), (0x20, 1)], [(0x20, 1)], [(_APOS, 1)],
      [(_CR, 1), (_LF, 1)], [(_SLASH, 1)], [(0x80, 128)]]
 )
 # after an apostrophe: s t m d (one letter), r v (then e), e, l (twice); either case
 _contraction_letters = byte_masks_intrinsic([[(0x73, 2), (0x6D, 1), (0x64, 1)], [(0x72, 1), (0x76, 1)], [(0x65, 1)], [(0x6C, 1)]], fold=True)
+# UTF-8: continuation bytes, leads of two and of three bytes, and the bytes a window
+# leaves to the scalar loop (the overlong leads C0 C1, leads of four bytes, F5-FF)
+_utf8_classes = byte_masks_intrinsic([[(0x80, 64)], [(0xC2, 30)], [(0xE0, 16)], [(0xC0, 2), (0xF0, 16)]])
 
 _ONE = np.uint64(1)
+_TWO = np.uint64(2)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_ZERO = np.uint64(0)
+_DENSE = 24  # bytes of 0x80 or more a window takes; see _window
 
 
 @njit_inline
-def _ascii_window(buf, i, end, out, n, from_right):
-    """Write the pieces that start in the ASCII text at piece start ``i`` (up to 64
-    bytes, to the first non-ASCII byte) to ``out[n+1:]``; return
-    ``(n, start of the last piece written)``, ``i`` itself when it wrote none.
+def _utf8_masks(buf, i, w, table):
+    """Class masks of the characters of two and three bytes in the ``w`` bytes at ``i``.
+
+    Returns ``(w, cont, upper, lower, both, mark, space, odd)``: ``w`` cut before the
+    first byte that is not part of a whole, valid character of at most three bytes;
+    ``cont`` the continuation bytes; the class masks (all bytes of each character;
+    ``both`` is Lm/Lo and marks, in both of o200k's letter classes); ``odd`` the
+    characters the window does not model (numbers, and \r\n, which has no longer form).
+    """
+    cont, l2, l3, bad = _utf8_classes(buf, i)
+    valid = _ALL >> np.uint64(64 - w)
+    expect = ((l2 | l3) << _ONE) | (l3 << _TWO)
+    broken = ((cont ^ expect) | bad) & valid
+    if broken != 0:
+        w = np.int64(ctz(broken))
+    # the last character must end inside the window
+    if w >= 1 and ((l2 | l3) >> np.uint64(w - 1)) & _ONE:
+        w -= 1
+    elif w >= 2 and (l3 >> np.uint64(w - 2)) & _ONE:
+        w -= 2
+    p0 = p1 = p2 = _ZERO  # bit planes of the category (0-7) of each byte's character
+    leads = _ZERO
+    if w > 0:
+        valid = _ALL >> np.uint64(64 - w)
+        leads = (l2 | l3) & valid
+        cont &= valid
+    # One lookup a character, decoded as _step does, with no branch on its length or
+    # class. Written out, not a helper: an inlined helper given an array takes and
+    # drops a reference to it.
+    while leads != 0:
+        j = np.int64(ctz(leads))
+        leads &= leads - _ONE
+        three = np.int64((l3 >> np.uint64(j)) & _ONE)
+        b0 = np.int64(buf[i + j])
+        b1 = np.int64(buf[i + j + 1]) & 0x3F
+        b2 = np.int64(buf[i + j + 1 + three]) & 0x3F
+        cp = ((b0 & 0x1F) << 6) | b1
+        if three:
+            cp = ((b0 & 0x0F) << 12) | (b1 << 6) | b2
+        c = np.uint64(table[cp])
+        bits = np.uint64(3 + 4 * three) << np.uint64(j)
+        p0 |= bits & (_ZERO - (c & _ONE))
+        p1 |= bits & (_ZERO - ((c >> _ONE) & _ONE))
+        p2 |= bits & (_ZERO - ((c >> _TWO) & _ONE))
+    n0, n1, n2 = ~p0, ~p1, ~p2
+    mark = n0 & n1 & p2
+    both = (p0 & p1 & n2) | mark
+    odd = p0 & p2  # NUMBER (5) and CRLF (7)
+    return w, cont, p0 & n1 & n2, n0 & p1 & n2, both, mark, n0 & p1 & p2, odd
+
+
+@njit_inline
+def _window(buf, i, end, table, out, n, from_right):
+    """Write the pieces that start in the text at piece start ``i`` (up to 64 bytes) to
+    ``out[n+1:]``; return ``(n, start of the last piece written)``, ``i`` itself when
+    it wrote none.
 
     The pieces are the pattern's, as the scalar loop finds them (this text is too short
     for a window: one needs 64 bytes of buffer):
@@ -167,13 +233,64 @@ def _ascii_window(buf, i, end, out, n, from_right):
     """
     w = min(end - i, 64)
     lo, up, dg, ws, sp, ap, nl, sl, hi = _ascii_classes(buf, i)
-    # a window ends at the first byte of 0x80 or more, and before a slash right after
-    # \r or \n (punctuation takes [\r\n/]* after it: rare, left to the scalar loop)
-    stop = hi | (sl & (nl << _ONE))
+    # punctuation takes [\r\n/]* after it: a slash right after \r or \n is rare, left
+    # to the scalar loop
+    stop = sl & (nl << _ONE)
+    c1 = c_rv = c_e = c_l = _ZERO
+    few = hi & (_ALL >> np.uint64(64 - w))
+    if few != 0 and popcount(few) > _DENSE:
+        # mostly longer characters: as fast in the scalar loop, which takes the
+        # window's text from its first one
+        stop |= hi
+        few = _ZERO
+    if few == 0:
+        # ASCII, most windows: _starts compiled without what longer characters need
+        if ap & ((lo | up) << _ONE) != 0:
+            c1, c_rv, c_e, c_l = _contraction_letters(buf, i)
+        bits, last = _starts(w, stop, from_right, lo, up, dg, ws, sp, ap, nl, c1, c_rv, c_e, c_l, _ZERO, _ZERO, _ZERO, False)
+    else:
+        w, cont, up_u, lo_u, both, mark, ws_u, odd = _utf8_masks(buf, i, w, table)
+        up |= up_u
+        lo |= lo_u
+        # an upper-case letter right after Lm/Lo or a mark (U* may give the run back), a
+        # mark after no letter (a prefix, or a piece alone), and \p{N} beyond ASCII
+        # (\p{N}{1,3} counts characters)
+        stop |= odd | (up & (both << _ONE)) | (mark & ~((lo | up | both) << _ONE))
+        apl = ap & ((lo | up | both) << _ONE)
+        if apl != 0:
+            c1, c_rv, c_e, c_l = _contraction_letters(buf, i)
+            # a letter beyond ASCII that folds to one of them (the long s): rare, the
+            # window ends before its apostrophe
+            far = ((apl << _ONE) | (apl << _TWO)) & hi & ~cont
+            while far != 0:
+                j = np.int64(ctz(far))
+                far &= far - _ONE
+                b0 = np.int64(buf[i + j])
+                cp = ((b0 & 0x1F) << 6) | (np.int64(buf[i + j + 1]) & 0x3F)
+                if b0 >= 0xE0:
+                    cp = ((b0 & 0x0F) << 12) | ((np.int64(buf[i + j + 1]) & 0x3F) << 6) | (np.int64(buf[i + j + 2]) & 0x3F)
+                if table[cp] >> 4 != 0:
+                    stop |= apl & ((_ONE << np.uint64(j)) - _ONE)
+        bits, last = _starts(w, stop, from_right, lo, up, dg, ws | ws_u, sp, ap, nl, c1, c_rv, c_e, c_l, cont, both, mark, True)
+    if bits == 0:
+        return n, i
+    while bits != 0:
+        n += 1
+        out[n] = i + np.int64(ctz(bits))
+        bits &= bits - _ONE
+    return n, i + last
+
+
+@njit_inline
+def _starts(w, stop, from_right, lo, up, dg, ws, sp, ap, nl, c1, c_rv, c_e, c_l, cont, both, mark, utf8):
+    """The piece starts a window keeps (bit j: byte j; 0 for none) and the last of them,
+    from the classes of its bytes. ``utf8`` is a constant, so that ASCII windows compile
+    without what longer characters need. Takes no array: an inlined helper given one
+    takes and drops a reference to it."""
     if stop != 0:
         w = min(w, np.int64(ctz(stop)))
     if w < 8:
-        return n, i
+        return _ZERO, 0
     valid = _ALL >> np.uint64(64 - w)
     lo &= valid
     up &= valid
@@ -182,7 +299,9 @@ def _ascii_window(buf, i, end, out, n, from_right):
     sp &= valid
     ap &= valid
     nl &= valid
-    le = lo | up
+    both &= valid
+    mark &= valid
+    le = lo | up | both
     wh = ws | nl  # \s
     ot = valid & ~(le | dg | wh)  # [^\s\p{L}\p{N}], the apostrophe included
     r_le = le & ~(le << _ONE)  # where each run of a class starts
@@ -193,38 +312,39 @@ def _ascii_window(buf, i, end, out, n, from_right):
     # last three bytes (a contraction looks two bytes past its apostrophe)
     t = min(63 - np.int64(clz(r_le | r_dg | r_wh | r_ot)), w - 3)
     if t < 2:
-        return n, i
+        return _ZERO, 0
 
     # (?i:'s|'t|'re|'ve|'m|'ll|'d) right after letters: the apostrophe and its letters
     # join the word; letters after them start a piece
-    ct1 = np.uint64(0)
-    ct2 = np.uint64(0)
+    ct1 = _ZERO
+    ct2 = _ZERO
     apl = ap & (le << _ONE)
     if apl != 0:
-        c1, c_rv, c_e, c_l = _contraction_letters(buf, i)
         c1 &= le
         c_rv &= le
         c_e &= le
         c_l &= le
         ct1 = apl & (c1 >> _ONE)
-        ct2 = apl & (((c_rv >> _ONE) & (c_e >> np.uint64(2))) | ((c_l >> _ONE) & (c_l >> np.uint64(2))))
+        ct2 = apl & (((c_rv >> _ONE) & (c_e >> _TWO)) | ((c_l >> _ONE) & (c_l >> _TWO)))
     ct = ct1 | ct2
-    eaten = (ct1 << _ONE) | (ct2 << _ONE) | (ct2 << np.uint64(2))
+    eaten = (ct1 << _ONE) | (ct2 << _ONE) | (ct2 << _TWO)
     if (eaten << _ONE) & ct != 0:  # "it's's": the second is no contraction; rare
-        return n, i
-    after_ct = ((ct1 << np.uint64(2)) | (ct2 << np.uint64(3))) & le
+        return _ZERO, 0
+    after_ct = ((ct1 << _TWO) | (ct2 << np.uint64(3))) & le
+    if utf8 and after_ct & mark != 0:  # a mark would start a piece; rare
+        return _ZERO, 0
 
     # \p{N}{1,3}: groups of three from the left (from the right with from_right)
     groups = r_dg
     if dg != 0:
         if from_right:
-            d3 = dg & (dg >> _ONE) & (dg >> np.uint64(2))  # bytes j..j+2 are digits
-            cur = ((dg & ~(dg >> _ONE) & (valid >> _ONE)) >> np.uint64(2)) & d3  # 3 before a run's end
+            d3 = dg & (dg >> _ONE) & (dg >> _TWO)  # bytes j..j+2 are digits
+            cur = ((dg & ~(dg >> _ONE) & (valid >> _ONE)) >> _TWO) & d3  # 3 before a run's end
             while cur != 0:
                 groups |= cur
                 cur = (cur >> np.uint64(3)) & d3
         else:
-            d3 = dg & (dg << _ONE) & (dg << np.uint64(2))  # bytes j-2..j are digits
+            d3 = dg & (dg << _ONE) & (dg << _TWO)  # bytes j-2..j are digits
             cur = (r_dg << np.uint64(3)) & d3
             while cur != 0:
                 groups |= cur
@@ -241,35 +361,41 @@ def _ascii_window(buf, i, end, out, n, from_right):
     while more != 0:
         more = nl & (more << _ONE) & ~tail
         tail |= more
-    later_nl = np.uint64(0)  # white space with \r or \n after it in its run
+    later_nl = _ZERO  # white space with \r or \n after it in its run
     more = (nl >> _ONE) & wh
     while more != 0:
         later_nl |= more
         more = ((more & ws) >> _ONE) & wh & ~later_nl
     last_nl = nl & ~later_nl
-    last_wh = wh & ~(wh >> _ONE)
-    # one character of punctuation that starts a piece and is followed by letters is
-    # their prefix; after a space it joined that space instead
-    lone = ot & ~(ot << _ONE) & ~(ot >> _ONE) & ~(sp << _ONE) & ~ct & (le >> _ONE)
+    last_wh = wh & ~(wh >> _ONE)  # the last byte of each run
+    # a punctuation run of one character that starts a piece and is followed by
+    # letters is their prefix; after a space it joined that space instead
+    lead = r_ot & ~(sp << _ONE) & ~ct
+    if utf8:
+        back = (last_wh & cont) >> _ONE
+        last_ch = (last_wh & ~cont) | (back & ~cont) | ((back & cont) >> _ONE)  # its character
+        # the run's end is where the carry from its start, through its own
+        # continuation bytes, stops
+        own = lead | (ot & cont)
+        lone = ((own + lead) ^ own) & own & ot & ~(ot >> _ONE) & (le >> _ONE)
+    else:
+        last_ch = last_wh
+        lone = lead & ~(ot >> _ONE) & (le >> _ONE)
     prefixed = ((last_wh & ws & (le >> _ONE)) << _ONE) | (lone << _ONE)
     starts = (
         groups
         | (r_wh & ~tail)
         | (((tail | last_nl) << _ONE) & ws)
-        | (last_wh & ws & (wh << _ONE))
+        | (last_ch & ws & (wh << _ONE))
         | (r_ot & ~(sp << _ONE) & ~ct)
         | (r_le & ~prefixed & ~eaten)
         | (up & (lo << _ONE) & ~eaten)  # lower then upper case: [A-Z]*[a-z]+ ends
         | after_ct
     )
     bits = starts & ~_ONE & (_ALL >> np.uint64(64 - t))
-    last = i
-    while bits != 0:
-        last = i + np.int64(ctz(bits))
-        n += 1
-        out[n] = last
-        bits &= bits - _ONE
-    return n, last
+    if bits == 0:
+        return _ZERO, 0
+    return bits, 63 - np.int64(clz(bits))
 
 
 # ---------------------------------------------------------------- kernels
@@ -284,12 +410,22 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     n = 0
     out[0] = start
     i = start
+    # A window is tried where its first 8 bytes are ASCII, and where at most half are
+    # not unless a window found nothing lately: text of long runs or of few ASCII
+    # bytes is as fast in the scalar loop, so the tries back off there.
+    retry = start
+    misses = 0
     while i < end:
-        if i + 8 <= end and i + 64 <= buf.shape[0] and (load8(buf, i) & _HIGH) == 0:
-            n, k = _ascii_window(buf, i, end, out, n, from_right)
+        if i + 8 <= end and i + 64 <= buf.shape[0] and (
+            (load8(buf, i) & _HIGH) == 0 or (i >= retry and popcount(load8(buf, i) & _HIGH) <= 4)
+        ):
+            n, k = _window(buf, i, end, table, out, n, from_right)
             if k > i:
                 i = k
+                misses = 0
                 continue
+            retry = i + (64 << min(misses, 4))
+            misses += 1
         e, j = _step(buf, i, end, table)
         c = e & CAT_MASK
         if c == NUMBER:

@@ -96,7 +96,7 @@ def test_fuzz_full(name):
 
 
 # -- ASCII windows: the o200k kernels find the pieces of ASCII text 64 bytes at a time
-# (scanner._ascii_window) when 64 bytes of the buffer follow. The strings above are
+# (scanner._window) when 64 bytes of the buffer follow. The strings above are
 # mostly shorter, and their buffers end with them; these are long, mostly ASCII, and
 # scanned inside a buffer that goes on, so that every window sees bytes past the text.
 
@@ -157,3 +157,60 @@ def test_ascii_windows_fast(name):
 def test_ascii_windows_full(name):
     for chunk in range(5):
         check_in_buffer(name, ascii_strings(60_000, seed=6_400 + chunk), seed=chunk)
+
+
+# -- UTF-8 windows: a window also takes characters of two and three bytes, looked up in
+# the class table (scanner._utf8_masks). These strings mix ASCII words with the
+# fuzz segments above (every script, marks, digits beyond ASCII, odd spaces, invalid
+# neighbours for a window) at densities from a stray accent to text without ASCII.
+
+
+def utf8_strings(n: int, seed: int) -> list[str]:
+    """``n`` strings of 60-400 characters, from mostly ASCII to mostly not."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        parts, size, goal = [], 0, rng.randint(60, 400)
+        other = rng.choice([0.02, 0.1, 0.3, 0.6, 0.9])
+        while size < goal:
+            p = _segment(rng) if rng.random() < other else rng.choice(ASCII_PARTS)
+            parts.append(p)
+            size += len(p)
+        out.append("".join(parts))
+    return out
+
+
+@pytest.mark.parametrize("name", ["o200k", "o200k-rdigits"])
+def test_utf8_windows_fast(name):
+    check_in_buffer(name, utf8_strings(3_000, seed=128), seed=2)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["o200k", "o200k-rdigits"])
+def test_utf8_windows_full(name):
+    for chunk in range(5):
+        check_in_buffer(name, utf8_strings(40_000, seed=12_800 + chunk), seed=chunk)
+
+
+def test_any_bytes_tile_the_range():
+    """Invalid UTF-8 (stray continuation bytes, truncated and overlong sequences, bytes
+    no UTF-8 has) anywhere in a window: the scan stays inside its range and every piece
+    is at least one byte, as for valid text."""
+    rng = random.Random(7)
+    scanner = get_scanner("o200k")
+    for _ in range(3_000):
+        parts = []
+        while sum(map(len, parts)) < 200:
+            k = rng.randrange(4)
+            if k == 0:
+                parts.append(bytes(rng.randrange(0x80, 0x100) for _ in range(rng.randint(1, 3))))
+            elif k == 1:
+                parts.append(rng.choice(ASCII_PARTS).encode())
+            else:
+                parts.append(_segment(rng).encode()[: rng.choice([None, None, 1, 2])])
+        b = b"".join(parts)
+        buf = np.frombuffer(b + b"ab .\n" * 20, np.uint8)
+        out = np.empty(len(b) + 1, np.int64)
+        k = scan_range(scanner.kind, buf, 0, len(b), scanner.table, out)
+        ends = out[: k + 1]
+        assert ends[0] == 0 and ends[-1] == len(b) and (np.diff(ends) > 0).all(), b
