@@ -1,5 +1,6 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, ctz, clz and popcount, and byte classes of 64 bytes as bit masks (vector compares).
+unsigned index, a read-only view, ctz, clz and popcount, byte classes of 64 bytes as bit
+masks (vector compares), and the code points of 64 bytes of UTF-8 at once.
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
 counting), with a plain Python twin under ``NUMBA_DISABLE_JIT=1``.
@@ -244,3 +245,143 @@ def byte_masks_intrinsic(tests, fold=False):
         return sig, codegen
 
     return byte_masks
+
+
+def _make_utf8_codes():
+    """``utf8_codes(buf, i, dst, k)``: for each of the 64 bytes from ``buf[i]``, the code
+    point of a character of two or three bytes that started there (16 bits, decoded as
+    the scanner's ``_step`` does; garbage where none starts), written as 64 uint16 to the
+    128 bytes of the int64 array ``dst`` from ``dst[k]``. The caller makes sure
+    ``i + 66 <= buf.size`` and ``k + 16 <= dst.size``.
+
+    Vector shifts, ands and a select, where decoding one character at a time cost a
+    dozen instructions a character (bench/results/session18-utf8-windows-20261204.md).
+    """
+    if numba.config.DISABLE_JIT:
+
+        def twin(buf, i, dst, k):
+            codes = dst.view(np.uint16)
+            for j in range(64):
+                a, b, c = int(buf[i + j]), int(buf[i + j + 1]) & 0x3F, int(buf[i + j + 2]) & 0x3F
+                cp = ((a & 0x0F) << 12) | (b << 6) | c if a >= 0xE0 else ((a & 0x1F) << 6) | b
+                codes[4 * k + j] = cp & 0xFFFF
+
+        return twin
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def utf8_codes(typingctx, buf, i, dst, k):
+        sig = types.void(buf, i, dst, k)
+
+        def codegen(context, builder, signature, args):
+            v8 = ir.VectorType(ir.IntType(8), 64)
+            v16 = ir.VectorType(ir.IntType(16), 64)
+            src = builder.bitcast(_item_pointer(context, builder, signature, args[:2]), ir.IntType(8).as_pointer())
+            a, b, c = (
+                builder.zext(builder.load(builder.bitcast(builder.gep(src, [ir.Constant(ir.IntType(64), d)]), v8.as_pointer()), align=1), v16)
+                for d in range(3)
+            )
+
+            def k16(x):
+                return ir.Constant(v16, [x] * 64)
+
+            b6 = builder.and_(b, k16(0x3F))
+            cp2 = builder.or_(builder.shl(builder.and_(a, k16(0x1F)), k16(6)), b6)
+            cp3 = builder.or_(
+                builder.or_(builder.shl(builder.and_(a, k16(0x0F)), k16(12)), builder.shl(b6, k16(6))), builder.and_(c, k16(0x3F))
+            )
+            cp = builder.select(builder.icmp_unsigned(">=", a, k16(0xE0)), cp3, cp2)
+            dsig = types.void(signature.args[2], signature.args[3])
+            ptr = _item_pointer(context, builder, dsig, args[2:])
+            builder.store(cp, builder.bitcast(ptr, v16.as_pointer()), align=1)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return utf8_codes
+
+
+utf8_codes = _make_utf8_codes()
+
+
+def _make_code_at():
+    """``code_at(dst, k, j)``: the ``j``-th uint16 of the int64 array ``dst`` from
+    ``dst[k]`` (as int64), and ``set_code(dst, k, j, v)`` to write it."""
+    if numba.config.DISABLE_JIT:
+
+        def get(dst, k, j):
+            return np.int64(dst.view(np.uint16)[4 * k + j])
+
+        def put(dst, k, j, v):
+            dst.view(np.uint16)[4 * k + j] = v
+
+        return get, put
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    def _slot(context, builder, signature, args):
+        ptr = _item_pointer(context, builder, types.void(signature.args[0], signature.args[1]), args[:2])
+        i16p = builder.bitcast(ptr, ir.IntType(16).as_pointer())
+        return builder.gep(i16p, [args[2]])
+
+    @intrinsic
+    def code_at(typingctx, dst, k, j):
+        sig = types.int64(dst, k, j)
+
+        def codegen(context, builder, signature, args):
+            return builder.zext(builder.load(_slot(context, builder, signature, args), align=2), ir.IntType(64))
+
+        return sig, codegen
+
+    @intrinsic
+    def set_code(typingctx, dst, k, j, v):
+        sig = types.void(dst, k, j, v)
+
+        def codegen(context, builder, signature, args):
+            builder.store(builder.trunc(args[3], ir.IntType(16)), _slot(context, builder, signature, args), align=2)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    return code_at, set_code
+
+
+code_at, set_code = _make_code_at()
+
+
+def code_masks_intrinsic(values, mask=0x0F):
+    """An intrinsic ``f(dst, k)`` -> a tuple of uint64, one per value: bit j is set when
+    the low byte of the ``j``-th uint16 from ``dst[k]`` (int64 array), and-ed with
+    ``mask``, equals it. Reads what :func:`utf8_codes` and ``set_code`` wrote."""
+    if numba.config.DISABLE_JIT:
+
+        def twin(dst, k):
+            codes = dst.view(np.uint16)[4 * k : 4 * k + 64]
+            return tuple(np.uint64(sum(1 << j for j in range(64) if (int(codes[j]) & 0xFF & mask) == v)) for v in values)
+
+        return twin
+    from llvmlite import ir
+    from numba import types
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def code_masks(typingctx, dst, k):
+        sig = types.UniTuple(types.uint64, len(values))(dst, k)
+
+        def codegen(context, builder, signature, args):
+            v8 = ir.VectorType(ir.IntType(8), 64)
+            v16 = ir.VectorType(ir.IntType(16), 64)
+            ptr = _item_pointer(context, builder, signature, args)
+            codes = builder.trunc(builder.load(builder.bitcast(ptr, v16.as_pointer()), align=1), v8)
+            codes = builder.and_(codes, ir.Constant(v8, [mask] * 64))
+            masks = [
+                builder.bitcast(builder.icmp_unsigned("==", codes, ir.Constant(v8, [v] * 64)), ir.IntType(64)) for v in values
+            ]
+            return context.make_tuple(builder, signature.return_type, masks)
+
+        return sig, codegen
+
+    return code_masks

@@ -56,7 +56,7 @@ import functools
 import numpy as np
 import regex
 
-from ._intrinsics import byte_masks_intrinsic, clz, ctz, load8, popcount
+from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, popcount, set_code, utf8_codes
 from ._jit import njit, njit_inline
 from .errors import ConfigError, InputError
 from .patterns import resolve
@@ -159,23 +159,27 @@ _contraction_letters = byte_masks_intrinsic([[(0x73, 2), (0x6D, 1), (0x64, 1)], 
 # UTF-8: continuation bytes, leads of two and of three bytes, and the bytes a window
 # leaves to the scalar loop (the overlong leads C0 C1, leads of four bytes, F5-FF)
 _utf8_classes = byte_masks_intrinsic([[(0x80, 64)], [(0xC2, 30)], [(0xE0, 16)], [(0xC0, 2), (0xF0, 16)]])
+# the classes _utf8_masks writes over the code points (utf8_codes, set_code)
+_code_classes = code_masks_intrinsic([UPPER, LOWER, LETTER, MARK, NUMBER, SPACE, CRLF], CAT_MASK)
 
 _ONE = np.uint64(1)
 _TWO = np.uint64(2)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ZERO = np.uint64(0)
-_DENSE = 24  # bytes of 0x80 or more a window takes; see _window
+_DENSE = 64  # bytes of 0x80 or more a window takes; see _window
 
 
 @njit_inline
-def _utf8_masks(buf, i, w, table):
-    """Class masks of the characters of two and three bytes in the ``w`` bytes at ``i``.
+def _utf8_masks(buf, i, w, table, out, k):
+    """Class masks of the characters of two and three bytes in the ``w`` bytes at ``i``,
+    with ``out[k:k + 16]`` as room to work in.
 
     Returns ``(w, cont, upper, lower, both, mark, space, odd)``: ``w`` cut before the
     first byte that is not part of a whole, valid character of at most three bytes;
     ``cont`` the continuation bytes; the class masks (all bytes of each character;
-    ``both`` is Lm/Lo and marks, in both of o200k's letter classes); ``odd`` the
-    characters the window does not model (numbers, and \r\n, which has no longer form).
+    ``both`` is Lm/Lo and marks, in both of o200k's letter classes; ``mark`` and ``odd``
+    only their first bytes); ``odd`` the characters the window does not model (numbers,
+    and \r\n, which has no longer form).
     """
     cont, l2, l3, bad = _utf8_classes(buf, i)
     valid = _ALL >> np.uint64(64 - w)
@@ -188,35 +192,32 @@ def _utf8_masks(buf, i, w, table):
         w -= 1
     elif w >= 2 and (l3 >> np.uint64(w - 2)) & _ONE:
         w -= 2
-    p0 = p1 = p2 = _ZERO  # bit planes of the category (0-7) of each byte's character
-    leads = _ZERO
-    if w > 0:
-        valid = _ALL >> np.uint64(64 - w)
-        leads = (l2 | l3) & valid
-        cont &= valid
-    # One lookup a character, decoded as _step does, with no branch on its length or
-    # class. Written out, not a helper: an inlined helper given an array takes and
-    # drops a reference to it.
+    if w < 8:
+        return w, cont, _ZERO, _ZERO, _ZERO, _ZERO, _ZERO, _ZERO
+    valid = _ALL >> np.uint64(64 - w)
+    starts = (l2 | l3) & valid
+    cont &= valid
+    # every byte's code point at once, then one table lookup a character, its class
+    # written over its code point, then every class's mask at once
+    utf8_codes(buf, i, out, k)
+    leads = starts
     while leads != 0:
         j = np.int64(ctz(leads))
         leads &= leads - _ONE
-        three = np.int64((l3 >> np.uint64(j)) & _ONE)
-        b0 = np.int64(buf[i + j])
-        b1 = np.int64(buf[i + j + 1]) & 0x3F
-        b2 = np.int64(buf[i + j + 1 + three]) & 0x3F
-        cp = ((b0 & 0x1F) << 6) | b1
-        if three:
-            cp = ((b0 & 0x0F) << 12) | (b1 << 6) | b2
-        c = np.uint64(table[cp])
-        bits = np.uint64(3 + 4 * three) << np.uint64(j)
-        p0 |= bits & (_ZERO - (c & _ONE))
-        p1 |= bits & (_ZERO - ((c >> _ONE) & _ONE))
-        p2 |= bits & (_ZERO - ((c >> _TWO) & _ONE))
-    n0, n1, n2 = ~p0, ~p1, ~p2
-    mark = n0 & n1 & p2
-    both = (p0 & p1 & n2) | mark
-    odd = p0 & p2  # NUMBER (5) and CRLF (7)
-    return w, cont, p0 & n1 & n2, n0 & p1 & n2, both, mark, n0 & p1 & p2, odd
+        set_code(out, k, j, np.int64(table[code_at(out, k, j)]))
+    upper, lower, both, mark, number, space, crlf = _code_classes(out, k)
+    upper &= starts
+    lower &= starts
+    mark &= starts
+    both = (both & starts) | mark
+    space &= starts
+    # each class over its character's continuation bytes
+    for _ in range(2):
+        upper |= (upper << _ONE) & cont
+        lower |= (lower << _ONE) & cont
+        both |= (both << _ONE) & cont
+        space |= (space << _ONE) & cont
+    return w, cont, upper, lower, both, mark, space, (number | crlf) & starts
 
 
 @njit_inline
@@ -238,9 +239,10 @@ def _window(buf, i, end, table, out, n, from_right):
     stop = sl & (nl << _ONE)
     c1 = c_rv = c_e = c_l = _ZERO
     few = hi & (_ALL >> np.uint64(64 - w))
-    if few != 0 and popcount(few) > _DENSE:
+    if few != 0 and (popcount(few) > _DENSE or i + 66 > buf.shape[0] or n + 17 > out.shape[0]):
         # mostly longer characters: as fast in the scalar loop, which takes the
-        # window's text from its first one
+        # window's text from its first one (also near the end of the buffer, or of
+        # out, where _utf8_masks has no room to work in)
         stop |= hi
         few = _ZERO
     if few == 0:
@@ -249,7 +251,7 @@ def _window(buf, i, end, table, out, n, from_right):
             c1, c_rv, c_e, c_l = _contraction_letters(buf, i)
         bits, last = _starts(w, stop, from_right, lo, up, dg, ws, sp, ap, nl, c1, c_rv, c_e, c_l, _ZERO, _ZERO, _ZERO, False)
     else:
-        w, cont, up_u, lo_u, both, mark, ws_u, odd = _utf8_masks(buf, i, w, table)
+        w, cont, up_u, lo_u, both, mark, ws_u, odd = _utf8_masks(buf, i, w, table, out, n + 1)
         up |= up_u
         lo |= lo_u
         # an upper-case letter right after Lm/Lo or a mark (U* may give the run back), a
@@ -417,15 +419,20 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     misses = 0
     while i < end:
         if i + 8 <= end and i + 64 <= buf.shape[0] and (
-            (load8(buf, i) & _HIGH) == 0 or (i >= retry and popcount(load8(buf, i) & _HIGH) <= 4)
+            i >= retry or (load8(buf, i) & _HIGH) == 0
         ):
+            n0 = n
             n, k = _window(buf, i, end, table, out, n, from_right)
-            if k > i:
+            if n - n0 > 2:
                 i = k
                 misses = 0
                 continue
-            retry = i + (64 << min(misses, 4))
+            # no piece or few (long runs): as fast in the scalar loop, tried less often
+            retry = k + (64 << min(misses, 4))
             misses += 1
+            if k > i:
+                i = k
+                continue
         e, j = _step(buf, i, end, table)
         c = e & CAT_MASK
         if c == NUMBER:
