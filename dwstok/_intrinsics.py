@@ -1,5 +1,5 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, ctz, clz and popcount, byte classes of 64 bytes as bit
+unsigned index, a read-only view, ctz and clz, byte classes of 64 bytes as bit
 masks (vector compares), and the code points of 64 bytes of UTF-8 at once.
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
@@ -167,29 +167,6 @@ def _make_clz():
 
 clz = _make_clz()
 
-
-def _make_popcount():
-    """``popcount(x)``: the number of set bits of a uint64."""
-    if numba.config.DISABLE_JIT:
-        return lambda x: bin(int(x)).count("1")
-    from llvmlite import ir
-    from numba import types
-    from numba.extending import intrinsic
-
-    @intrinsic
-    def popcount(typingctx, x):
-        sig = types.uint64(types.uint64)
-
-        def codegen(context, builder, signature, args):
-            fn = builder.module.declare_intrinsic("llvm.ctpop", [ir.IntType(64)])
-            return builder.call(fn, args)
-
-        return sig, codegen
-
-    return popcount
-
-
-popcount = _make_popcount()
 
 
 def byte_masks_intrinsic(tests, fold=False):

@@ -56,7 +56,7 @@ import functools
 import numpy as np
 import regex
 
-from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, popcount, set_code, utf8_codes
+from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, set_code, utf8_codes
 from ._jit import njit, njit_inline
 from .errors import ConfigError, InputError
 from .patterns import resolve
@@ -131,9 +131,10 @@ _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 # follow from the classes of the characters and of their neighbours alone, so
 # ``_window`` finds all pieces of up to 64 bytes at once with 64-bit masks (bit j:
 # byte j), the idea of fastokens' pretokenizer. ASCII classes come from vector
-# compares (``byte_masks_intrinsic``); characters of two and three bytes are looked
-# up in the class table, one per character, with no branch on the class; the pieces
-# come from shifts and ands, with no branch per piece. What the masks do not model
+# compares (``byte_masks_intrinsic``); for characters of two and three bytes, vector
+# ops decode every code point at once and the class table is read once a character,
+# with no branch on its length or class; the pieces come from shifts and ands, with
+# no branch per piece. What the masks do not model
 # ends the window or leaves it to the scalar loop: a slash right after a line break,
 # a contraction right after another, four-byte or invalid UTF-8, digits beyond ASCII,
 # a mark that does not follow a letter, an upper-case letter right after Lm/Lo or a
@@ -166,7 +167,6 @@ _ONE = np.uint64(1)
 _TWO = np.uint64(2)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _ZERO = np.uint64(0)
-_DENSE = 64  # bytes of 0x80 or more a window takes; see _window
 
 
 @njit_inline
@@ -239,10 +239,9 @@ def _window(buf, i, end, table, out, n, from_right):
     stop = sl & (nl << _ONE)
     c1 = c_rv = c_e = c_l = _ZERO
     few = hi & (_ALL >> np.uint64(64 - w))
-    if few != 0 and (popcount(few) > _DENSE or i + 66 > buf.shape[0] or n + 17 > out.shape[0]):
-        # mostly longer characters: as fast in the scalar loop, which takes the
-        # window's text from its first one (also near the end of the buffer, or of
-        # out, where _utf8_masks has no room to work in)
+    if few != 0 and (i + 66 > buf.shape[0] or n + 17 > out.shape[0]):
+        # near the end of the buffer, or of out, _utf8_masks has no room to work in:
+        # the window ends before the first longer character
         stop |= hi
         few = _ZERO
     if few == 0:
@@ -412,22 +411,19 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     n = 0
     out[0] = start
     i = start
-    # A window is tried where its first 8 bytes are ASCII, and where at most half are
-    # not unless a window found nothing lately: text of long runs or of few ASCII
-    # bytes is as fast in the scalar loop, so the tries back off there.
+    # A window is tried at every piece start, but where one found two pieces or
+    # fewer (text of long runs: th, ta) the scalar loop is as fast, so the next
+    # tries wait, longer each time, unless the text is ASCII.
     retry = start
     misses = 0
     while i < end:
-        if i + 8 <= end and i + 64 <= buf.shape[0] and (
-            i >= retry or (load8(buf, i) & _HIGH) == 0
-        ):
+        if i + 8 <= end and i + 64 <= buf.shape[0] and (i >= retry or (load8(buf, i) & _HIGH) == 0):
             n0 = n
             n, k = _window(buf, i, end, table, out, n, from_right)
             if n - n0 > 2:
                 i = k
                 misses = 0
                 continue
-            # no piece or few (long runs): as fast in the scalar loop, tried less often
             retry = k + (64 << min(misses, 4))
             misses += 1
             if k > i:
