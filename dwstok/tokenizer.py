@@ -92,17 +92,17 @@ class _CachePool:
     later calls reuse the words earlier ones merged. A kernel writes to its cache, so a
     call takes one for itself and gives it back.
 
-    A cache grows with use, up to 2^19 slots (32 MB, room for the 149k distinct pieces
+    A cache grows with use, up to 2^19 slots (36 MB, room for the 149k distinct pieces
     that are no token in the 16 MB dev corpus): it is sized for the call that takes it,
     at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
     comes back with 8 times the slots and its entries. So short texts on many threads
-    hold 260 KB a thread, not 32 MB. Growing copies the entries: on dev, document by
+    hold 300 KB a thread, not 36 MB. Growing copies the entries: on dev, document by
     document, starting afresh instead was slower. Where a CPU is spare, the bigger
     cache's memory is cleared on a thread of its own (``NextCache``), so that its first
     touch (page faults, at times slow ones) does not fall in a call.
     """
 
-    MIN_BYTES = 1 << 15  # 4096 slots, 260 KB
+    MIN_BYTES = 1 << 15  # 4096 slots, 300 KB
     MIN_IDS = 1 << 12  # the least room for ids a pooled ``out`` has (16 KB)
     MAX_IDS = 1 << 20  # the most (4 MB): a longer text's room is its own, dropped after its call
 

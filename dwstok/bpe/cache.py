@@ -24,6 +24,10 @@ PENDING = np.int64(0xFFFFFFFF)  # a cache slot's number of ids while they are be
 # shard's distinct pieces that are no token fit before it starts afresh (a smaller one
 # merged their later repeats again; see bench/results/bpe-kernels.md).
 CACHE_SLOTS = 1 << 19
+# words of the front table a cache slot (a front slot per 2 slots): with one, the
+# pieces of other text took over many of a text's front slots before it came back
+# (bench/results/session18-utf8-windows-20261204.md)
+_FRONT = 2
 CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized for
 
 
@@ -36,8 +40,8 @@ GROW_NOW = 2  # a quarter full, or it had to start afresh
 
 @njit_inline
 def _packed_words(size):
-    """int64 words of a packed cache of ``size`` slots: 8 a slot (see _new_cache_packed)."""
-    return _CACHE_HEAD + 8 * size
+    """int64 words of a packed cache of ``size`` slots: 9 a slot (see _new_cache_packed)."""
+    return _CACHE_HEAD + (7 + _FRONT) * size
 
 
 @njit
@@ -54,7 +58,7 @@ def _new_cache_packed(nbytes):
     slots; ``state``: used slots, vals, key bytes and how often it started afresh), the
     slots, ``vals`` (2 int32 a word), ``keys`` (8 bytes a word), then ``front``.
 
-    ``front`` has a slot (4 words) per 4 slots: a piece of 2-16 bytes seen before that
+    ``front`` has a slot (4 words) per 2 slots: a piece of 2-16 bytes seen before that
     has one to three ids, direct-mapped by hash: bytes 0-7 and 8-15 packed, ``(length
     << 32) | number of ids`` (0: empty), then the ids, 21 bits each (all ones: none; see
     span._front_put). Tokens emitted whole go there too. So a piece seen before is
@@ -79,7 +83,7 @@ def _cache_slots(nbytes):
 
 @njit_inline
 def _clear_cache(P):
-    size = (P.size - _CACHE_HEAD) // 8
+    size = (P.size - _CACHE_HEAD) // (7 + _FRONT)
     P[:_CACHE_HEAD] = 0
     P[0] = size
     P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
@@ -94,13 +98,13 @@ def _cache_views(P):
     slots = P[at : at + 4 * size].reshape(size, 4)
     vals = P[at + 4 * size : at + 6 * size].view(np.int32)
     keys = P[at + 6 * size : at + 7 * size].view(np.uint8)
-    front = P[at + 7 * size : at + 8 * size].reshape(size // 4, 4)
+    front = P[at + 7 * size : at + (7 + _FRONT) * size].reshape(size * _FRONT // 4, 4)
     return slots, vals, P[1:5], keys, front
 
 
 def cache_capacity(cache: np.ndarray) -> int:
     """Bytes of text a packed cache was sized for (its slots times 8)."""
-    return (cache.size - _CACHE_HEAD) // 8 * 8
+    return (cache.size - _CACHE_HEAD) // (7 + _FRONT) * 8
 
 
 @njit_inline
