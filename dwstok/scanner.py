@@ -24,7 +24,8 @@ Public API (stable; other modules build on it):
   ``kind`` is ``Scanner.kind`` (must not be -1: check ``Scanner.is_native``) and
   ``table`` is ``Scanner.table``. The table is an argument, not a global, so that the
   compiled code stays small. Both kernels are nogil, allocate nothing and run in
-  linear time; an unknown ``kind`` returns -1. Typical use::
+  linear time (the slots of ``out`` past ``out[n]`` are theirs to work in, and hold
+  nothing after); an unknown ``kind`` returns -1. Typical use::
 
       @njit
       def encode_many(kind, buf, starts, table, bounds):
@@ -195,29 +196,29 @@ def _utf8_masks(buf, i, w, table, out, k):
     if w < 8:
         return w, cont, _ZERO, _ZERO, _ZERO, _ZERO, _ZERO, _ZERO
     valid = _ALL >> np.uint64(64 - w)
-    starts = (l2 | l3) & valid
+    heads = (l2 | l3) & valid  # the first byte of each character
     cont &= valid
     # every byte's code point at once, then one table lookup a character, its class
     # written over its code point, then every class's mask at once
     utf8_codes(buf, i, out, k)
-    leads = starts
+    leads = heads
     while leads != 0:
         j = np.int64(ctz(leads))
         leads &= leads - _ONE
         set_code(out, k, j, np.int64(table[code_at(out, k, j)]))
     upper, lower, both, mark, number, space, crlf = _code_classes(out, k)
-    upper &= starts
-    lower &= starts
-    mark &= starts
-    both = (both & starts) | mark
-    space &= starts
+    upper &= heads
+    lower &= heads
+    mark &= heads
+    both = (both & heads) | mark
+    space &= heads
     # each class over its character's continuation bytes
     for _ in range(2):
         upper |= (upper << _ONE) & cont
         lower |= (lower << _ONE) & cont
         both |= (both << _ONE) & cont
         space |= (space << _ONE) & cont
-    return w, cont, upper, lower, both, mark, space, (number | crlf) & starts
+    return w, cont, upper, lower, both, mark, space, (number | crlf) & heads
 
 
 @njit_inline
