@@ -30,12 +30,18 @@ from encode_groups import RANKS, SPECIALS, _warm_texts, sample  # noqa: E402
 COPIES = Path("/tmp/dwstok-ab")
 
 
-def _load(checkout: Path, name: str):
+def import_copy(checkout: Path, name: str, module: str = ""):
+    """``checkout``'s dwstok package imported as ``name`` (a copy in COPIES), or its
+    submodule ``module``: two versions side by side in one process."""
     dst = COPIES / name
     shutil.copytree(checkout / "dwstok", dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     if str(COPIES) not in sys.path:
         sys.path.insert(0, str(COPIES))
-    tok = importlib.import_module(name).Tokenizer.from_tiktoken(RANKS, pattern="o200k", special_tokens=SPECIALS)
+    return importlib.import_module(f"{name}.{module}" if module else name)
+
+
+def _load(checkout: Path, name: str):
+    tok = import_copy(checkout, name).Tokenizer.from_tiktoken(RANKS, pattern="o200k", special_tokens=SPECIALS)
     return tok, importlib.import_module(name + ".tokenizer")._CachePool
 
 

@@ -1,7 +1,7 @@
 """A/B of two versions of the o200k scanner in one process, MB/s per language group.
 
-The scanner is 40% of the encoder's steady state, and two fresh processes on a shared
-machine differ by more than most scanner changes do, so both versions load side by
+The scanner is a large part of the encoder's steady state, and two fresh processes on a
+shared machine differ by more than most scanner changes do, so both versions load side by
 side, as in bench/encode_ab.py (copies named ``dwstok_a`` and ``dwstok_b``), and scan
 each group's text in turn, alternating, many times; the figure is the best time of
 each. The piece bounds of both versions are checked equal first.
@@ -12,8 +12,6 @@ each. The piece bounds of both versions are checked equal first.
 from __future__ import annotations
 
 import argparse
-import importlib
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -21,17 +19,12 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from encode_ab import import_copy  # noqa: E402
 from encode_groups import sample  # noqa: E402
-
-COPIES = Path("/tmp/dwstok-ab")
 
 
 def _scanner(checkout: Path, name: str):
-    dst = COPIES / name
-    shutil.copytree(checkout / "dwstok", dst, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    if str(COPIES) not in sys.path:
-        sys.path.insert(0, str(COPIES))
-    mod = importlib.import_module(name + ".scanner")
+    mod = import_copy(checkout, name, "scanner")
     s = mod.get_scanner("o200k")
     return lambda buf, out: mod.scan_into(s.kind, buf, s.table, out)
 
