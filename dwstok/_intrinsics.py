@@ -168,7 +168,6 @@ def _make_clz():
 clz = _make_clz()
 
 
-
 def byte_masks_intrinsic(tests, fold=False):
     """An intrinsic ``f(uint8 array, i)`` -> a tuple of uint64, one per test: bit j is set
     when byte ``i + j`` passes it. A test is a list of ``(lo, n)``: the byte is in
