@@ -135,11 +135,11 @@ _ADD_Z = np.uint64(0x0505050505050505)  # + 0x05 sets it from '{' (0x7B) up
 # compares (``byte_masks_intrinsic``); for characters of two and three bytes, vector
 # ops decode every code point at once and the class table is read once a character,
 # with no branch on its length or class; the pieces come from shifts and ands, with
-# no branch per piece. What the masks do not model
-# ends the window or leaves it to the scalar loop: a slash right after a line break,
-# a contraction right after another, four-byte or invalid UTF-8, digits beyond ASCII,
-# a mark that does not follow a letter, an upper-case letter right after Lm/Lo or a
-# mark, and the last 64 bytes of the buffer.
+# no branch per piece. What the masks do not model ends the window or leaves it to
+# the scalar loop: a slash right after a line break, a contraction right after
+# another, four-byte or invalid UTF-8, digits beyond ASCII, a mark that does not
+# follow a letter, an upper-case letter right after Lm/Lo or a mark, and the last 64
+# bytes of the buffer.
 #
 # A multi-byte character sets the bits of all its bytes in its class's masks, so a
 # run of a class is a run of bits as for ASCII. Where the pattern counts characters,
@@ -259,24 +259,19 @@ def _window(buf, i, end, table, out, n, from_right):
         # (\p{N}{1,3} counts characters)
         stop |= odd | (up & (both << _ONE)) | (mark & ~((lo | up | both) << _ONE))
         apl = ap & ((lo | up | both) << _ONE)
-        if apl != 0:
+        if apl != 0 and w >= 8:
             c1, c_rv, c_e, c_l = _contraction_letters(buf, i)
             # a letter beyond ASCII that folds to one of them (the long s): rare, the
-            # window ends before its apostrophe
-            far = ((apl << _ONE) | (apl << _TWO)) & hi & ~cont
+            # window ends before its apostrophe. Its table entry, fold letter and all,
+            # is where _utf8_masks wrote it over its code point.
+            far = ((apl << _ONE) | (apl << _TWO)) & hi & ~cont & (_ALL >> np.uint64(64 - w))
             while far != 0:
                 j = np.int64(ctz(far))
                 far &= far - _ONE
-                b0 = np.int64(buf[i + j])
-                cp = ((b0 & 0x1F) << 6) | (np.int64(buf[i + j + 1]) & 0x3F)
-                if b0 >= 0xE0:
-                    cp = ((b0 & 0x0F) << 12) | ((np.int64(buf[i + j + 1]) & 0x3F) << 6) | (np.int64(buf[i + j + 2]) & 0x3F)
-                if table[cp] >> 4 != 0:
+                if code_at(out, n + 1, j) >> 4 != 0:
                     stop |= apl & ((_ONE << np.uint64(j)) - _ONE)
         bits, last = _starts(w, stop, from_right, lo, up, dg, ws | ws_u, sp, ap, nl, c1, c_rv, c_e, c_l, cont, both, mark, True)
-    if bits == 0:
-        return n, i
-    while bits != 0:
+    while bits != 0:  # (none: last is 0)
         n += 1
         out[n] = i + np.int64(ctz(bits))
         bits &= bits - _ONE
