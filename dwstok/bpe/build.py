@@ -14,7 +14,7 @@ from .._intrinsics import readonly
 from .._jit import njit
 from .hashing import _hash_bytes, _hash_pair, _pack8
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
-from .tables import NO_RANK, BpeTables, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
+from .tables import NO_RANK, BpeTables, _filter_bits, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 
 
 @njit
@@ -30,6 +30,22 @@ def _build_pairs(lefts, rights, ranks, bits, size):
         if pairs[i] == -1 or v < pairs[i]:  # a repeated pair keeps its lowest rank
             pairs[i] = v
     return pairs
+
+
+FILTER_BITS_A_PAIR = 5  # at least; so that a pair not in the table passes about one time in ten
+
+
+@njit
+def _build_pair_filter(pairs, bits, words):
+    """The filter ``_may_merge`` reads: for every pair in ``pairs``, two bits of one of
+    ``words`` (a power of two) words, picked by its hash."""
+    shift = 63 - 2 * bits
+    f = np.zeros(words, np.uint64)
+    for v in pairs:
+        if v >= 0:
+            h = _hash_pair(v >> shift)
+            f[np.int64((h >> np.uint64(32)) & np.uint64(words - 1))] |= _filter_bits(h)
+    return f.view(np.int64)
 
 
 @njit
@@ -55,10 +71,11 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     gaps = rank_new < 0
     rank_new[gaps] = np.flatnonzero(gaps)
     pairs = _build_pairs(lefts, rights, ranks, bits, _pow2_at_least(max(len(lefts), 1) * 4 // 3))
+    pair_filter = _build_pair_filter(pairs, bits, _pow2_at_least(-(-len(lefts) * FILTER_BITS_A_PAIR // 64)))
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs)
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter)
     t = t._replace(byte_pairs=_build_byte_pairs(t))
     if not atoms:
         return t

@@ -10,7 +10,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit_no_nrt
 from .hashing import _hash_pair
-from .tables import NO_RANK, _rank_of_key
+from .tables import NO_RANK, _may_merge, _rank_of_key
 
 
 @njit_no_nrt
@@ -18,12 +18,14 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
     """Step 3 of ``_encode_span``: merge pieces ``0..nq`` of a block side by side.
 
     Piece q's parts are ``bids[boff[q]:boff[q] + bm[q]]`` and its pair ranks are in
-    ``brk`` (pair keys if ``binit[q]``: the lookups were prefetched in step 2b). Each
+    ``brk`` (pair keys if ``binit[q]``: the lookups were prefetched in step 2b; -1 for a
+    pair the filter ruled out). Each
     round takes one merge step of every piece still merging (in ``act``), so the pair
     lookups a step needs are prefetched a whole round before they are read. Each step
     is ``_merge``'s quadratic scan, so ids are unchanged.
     """
     pairs = T.pairs
+    pair_filter = T.pair_filter
     rank_new = T.rank_new
     bits = T.pair_bits
     shift = 63 - 2 * bits
@@ -38,7 +40,8 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
             if binit[_ix(q)]:  # the first ranks of a piece with atoms (keys in brk)
                 binit[_ix(q)] = False
                 for pa in range(bm[_ix(q)] - 1):
-                    brk[_ix(base + pa)] = _rank_of_key(pairs, brk[_ix(base + pa)], shift, pmask)
+                    key = brk[_ix(base + pa)]
+                    brk[_ix(base + pa)] = NO_RANK if key < 0 else _rank_of_key(pairs, key, shift, pmask)
             for side in range(2):  # the lookups prefetched last round (as _pair_rank)
                 pos = ppos[_ix(2 * q + side)]
                 if pos < 0:
@@ -66,7 +69,11 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                 if pa < 0 or pa + 1 >= mm:
                     continue
                 key = (np.int64(bids[_ix(base + pa)]) << bits) | np.int64(bids[_ix(base + pa + 1)])
-                _prefetch(pairs, np.int64(_hash_pair(key) & np.uint64(pmask)))
+                h = _hash_pair(key)
+                if not _may_merge(pair_filter, h):
+                    brk[_ix(base + pa)] = NO_RANK  # read in the next round, as a lookup would be
+                    continue
+                _prefetch(pairs, np.int64(h & np.uint64(pmask)))
                 pkey[_ix(2 * q + side)] = key
                 ppos[_ix(2 * q + side)] = pa
             if mm > 1:

@@ -42,7 +42,7 @@ from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack
 from .merge import SMALL, _merge_any
 from .parts import _first_parts
 from .side_by_side import _merge_side_by_side
-from .tables import _whole_lookup
+from .tables import _may_merge, _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
@@ -215,7 +215,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
         # 2b. the misses: in the cache, else set up to merge
-        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_bits, slots, vals, state, keys, front, B)
+        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
         # 3. merge side by side
         _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))  # never a literal 0: one compile
         # 4. write out
@@ -450,7 +450,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
 
 
 @njit_inline
-def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, bits, slots, vals, state, keys, front, B):
+def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, pair_filter, bits, slots, vals, state, keys, front, B):
     """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
     to merge side by side while its parts fit in the block's room; return how many are.
 
@@ -525,9 +525,13 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             for i in range(m - 1):
                 brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
         else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
-            for i in range(mp - 1):
+            for i in range(mp - 1):  # (-1: the filter rules the pair out, no lookup)
                 key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
-                _prefetch(pairs, np.int64(_hash_pair(key) & np.uint64(pmask)))
+                h = _hash_pair(key)
+                if _may_merge(pair_filter, h):
+                    _prefetch(pairs, np.int64(h & np.uint64(pmask)))
+                else:
+                    key = -1
                 brk[_ix(base + i)] = key
         ppos[_ix(2 * q)] = -1
         ppos[_ix(2 * q + 1)] = -1

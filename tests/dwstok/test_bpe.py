@@ -117,6 +117,38 @@ def test_tiktoken_rule_matches_reference(seed, n, data):
     assert encode(t, text, cuts) == want
 
 
+def test_pair_filter_passes_every_pair_and_rules_out_most_others():
+    from dwstok._jit import njit
+    from dwstok.bpe.hashing import _hash_pair
+    from dwstok.bpe.tables import _may_merge
+
+    @njit
+    def passes(pair_filter, keys):
+        return np.array([_may_merge(pair_filter, _hash_pair(k)) for k in keys])
+
+    _, t = ranks_tables(7, 3000, alphabet=b"abcdefghij ")
+    shift = 63 - 2 * t.pair_bits
+    keys = t.pairs[t.pairs >= 0] >> shift
+    assert keys.size > 1000
+    assert passes(t.pair_filter, keys).all()
+    rng = np.random.default_rng(1)
+    n_ids = t.tok_off.size - 1
+    others = (rng.integers(0, n_ids, 20_000) << t.pair_bits) | rng.integers(0, n_ids, 20_000)
+    absent = np.setdiff1d(others, keys)
+    assert passes(t.pair_filter, absent).mean() < 0.2  # about 5 bits a pair, two set: about one in ten
+
+
+def test_pair_filter_changes_no_ids():
+    # The same model with a filter that rules nothing out (every pair looked up).
+    _, t = ranks_tables(3, 400, alphabet=b"abcd ")
+    everything = t._replace(pair_filter=np.full_like(t.pair_filter, -1))
+    rng = random.Random(5)
+    for _ in range(30):
+        text = bytes(rng.choice(b"abcd ") for _ in range(rng.randint(1, 300)))
+        cuts = [rng.randint(0, len(text)) for _ in range(rng.randint(0, 8))]
+        assert encode(t, text, cuts) == encode(everything, text, cuts)
+
+
 @pytest.mark.parametrize("unit", [b"a", b" ", b"7", b"ab", "語".encode()])
 def test_long_piece_heap_equals_quadratic_reference(unit):
     # A piece far above the quadratic threshold (heap path) against the reference.
