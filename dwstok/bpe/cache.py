@@ -51,8 +51,7 @@ def _new_cache_packed(nbytes):
     as one int64 array, so that a call hands it to a kernel as one argument.
 
     A slot is 32 bytes, two to a cache line: the piece's bytes 0-7 and 8-15 packed, then
-    ``(length << 32) | number of ids`` (0: empty, so that zeroed memory is an empty
-    cache), then ``(start of its bytes from 16 on
+    ``(length << 32) | number of ids`` (0: empty), then ``(start of its bytes from 16 on
     in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
     or found missing, from its slot alone. ``vals`` has room for 4 ids a slot and
     ``keys`` for 8 bytes (about what a piece of real text needs, and at most half the
@@ -199,7 +198,7 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
     if ready is not None and ready.size == _packed_words(size):
         _copy_cache(cache, ready)
         return ready
-    bigger = _zeroed_cache(size)
+    bigger = _empty_cache(size)
     _copy_cache(cache, bigger)
     return bigger
 
@@ -259,21 +258,22 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`): a
     quarter of the time to make and to first touch than one made by Numba.
     """
-    P = _zeroed_cache(int(_cache_slots(nbytes)))
+    P = _empty_cache(int(_cache_slots(nbytes)))
     _copy_cache(_NO_SLOTS, P)  # nothing to copy; see _copy_cache for why it is called
     return P
 
 
-def _zeroed_cache(size: int) -> np.ndarray:
-    """An empty packed cache of ``size`` slots in zeroed memory (:func:`huge_page_array`).
+def _empty_cache(size: int) -> np.ndarray:
+    """An empty packed cache of ``size`` slots (:func:`huge_page_array`), cleared by NumPy.
 
-    Zeroed, not cleared: a big array comes from the kernel already zero, and its pages
-    are first touched where an entry lands, instead of all of them in a pass that
-    clears them first (the larger part of growing a cache: see
-    bench/results/session19-pair-filter-20261204.md).
+    Every page of the slots and the front is written here, not left zero from the kernel
+    to be first touched later: a lookup reads slots and front before anything is put
+    there, so an untouched page would be mapped to the shared zero page first and copied
+    at the first put, a second fault that on more than one thread also makes the kernel
+    flush the other CPUs' TLBs (2-thread batches had stalled for tens of ms).
     """
-    P = huge_page_array(_packed_words(size), zeroed=True)
-    P[0] = size
+    P = huge_page_array(_packed_words(size))
+    _clear_cache.py_func(P)  # (as Python, with NumPy's fills: nothing to compile)
     return P
 
 

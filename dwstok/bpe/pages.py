@@ -7,21 +7,18 @@ import numpy as np
 _HUGE_PAGE = 1 << 21
 
 
-def huge_page_array(nwords: int, zeroed: bool = False) -> np.ndarray:
-    """An int64 array, uninitialized (or ``zeroed``), that starts on a 2 MB boundary when
-    it is 4 MB or more.
+def huge_page_array(nwords: int) -> np.ndarray:
+    """An uninitialized int64 array that starts on a 2 MB boundary when it is 4 MB or more.
 
     Why: the tables and the piece caches are read at random, and at 4 KB a page they
     span more pages than the TLB holds. NumPy asks Linux for 2 MB pages for arrays of
     4 MB and more, but a 2 MB page maps an aligned 2 MB only, and an array starts where
     malloc put it, so only part of it would be on huge pages. The 2 MB before the
-    boundary are never touched, so they take no memory. Zeroed, a big array costs no
-    pass either: NumPy's ``calloc`` gets pages the kernel zeroes as they are first touched.
+    boundary are never touched, so they take no memory.
     """
-    make = np.zeros if zeroed else np.empty
     if nwords * 8 < 2 * _HUGE_PAGE:
-        return make(nwords, np.int64)
-    raw = make(nwords * 8 + _HUGE_PAGE, np.uint8)
+        return np.empty(nwords, np.int64)
+    raw = np.empty(nwords * 8 + _HUGE_PAGE, np.uint8)
     skip = -raw.ctypes.data % _HUGE_PAGE
     return raw[skip : skip + nwords * 8].view(np.int64)
 
