@@ -13,7 +13,6 @@ import threading
 import numpy as np
 
 from .._intrinsics import ix as _ix
-from .._intrinsics import prefetch as _prefetch
 from .._jit import njit, njit_inline
 from .hashing import _avalanche, _pack8, _same_words
 from .pages import huge_page_array
@@ -51,7 +50,7 @@ def _new_cache_packed(nbytes):
     as one int64 array, so that a call hands it to a kernel as one argument.
 
     A slot is 32 bytes, two to a cache line: the piece's bytes 0-7 and 8-15 packed, then
-    ``(length << 32) | number of ids`` (0: empty), then ``(start of its bytes from 16 on
+    ``(length << 32) | number of ids`` (-1: empty), then ``(start of its bytes from 16 on
     in keys << 32) | start of its ids in vals``. So a piece of up to 16 bytes is found,
     or found missing, from its slot alone. ``vals`` has room for 4 ids a slot and
     ``keys`` for 8 bytes (about what a piece of real text needs, and at most half the
@@ -87,7 +86,7 @@ def _clear_cache(P):
     size = (P.size - _CACHE_HEAD) // (7 + _FRONT)
     P[:_CACHE_HEAD] = 0
     P[0] = size
-    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = 0
+    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
     P[_CACHE_HEAD + 7 * size :] = 0
 
 
@@ -124,67 +123,52 @@ def _mark_growth(CP):
         CP[CACHE_GROW] = 0
 
 
-_COPY_CHUNK = 32  # entries whose new slots are prefetched together while growing
-
-
 @njit
-def _copy_cache(CP, NP):
-    """Put the entries of the smaller cache ``CP`` in the empty cache ``NP`` (as
-    _cache_put).
+def _copy_cache(CP, NP, clear):
+    """Put the entries of the smaller cache ``CP`` in ``NP`` (as _cache_put), clearing
+    ``NP`` first if ``clear`` (else it must be cleared: see :class:`NextCache`).
 
     ``vals`` and ``keys`` are copied whole, to the same offsets, so a slot moves as its
     four words; its hash comes from them (the packed heads, then the tail in ``keys``),
     as :func:`_hash_bytes` makes it from the bytes. Growing is the one slow call in a
     run of short ones, and rebuilding each piece's bytes to hash them had doubled it.
-    The new slots are hashed a chunk at a time and prefetched before they are written:
-    each is a miss in an array of megabytes, and the misses of a chunk overlap.
 
-    Also called by :func:`new_cache` (``CP`` then has no slots): so the first cache a
-    process makes also loads the code that grows one: loading a kernel from Numba's
-    cache takes milliseconds on its first call, which had fallen inside whatever call
-    first grew a cache.
+    Also how :func:`new_cache` clears a cache (``CP`` then has no slots): one compiled
+    entry for both, so the first cache a process makes also loads the code that grows
+    one: loading a kernel from Numba's cache takes milliseconds on its first call, which
+    had fallen inside whatever call first grew a cache.
     """
+    if clear:
+        _clear_cache(NP)
     slots, vals, state, keys, _ = _cache_views(CP)  # (the front is not copied: it refills)
     nslots, nvals, nstate, nkeys, _ = _cache_views(NP)
     nvals[: state[1]] = vals[: state[1]]
     nkeys[: state[2]] = keys[: state[2]]
     nstate[1] = state[1]
     nstate[2] = state[2]
-    nflat = nslots.reshape(nslots.size)
     cmask = nslots.shape[0] - 1
-    todo = np.empty(_COPY_CHUNK, np.int64)  # (old slot, new slot) of a chunk's entries
-    at = np.empty(_COPY_CHUNK, np.int64)
-    for k0 in range(0, slots.shape[0], _COPY_CHUNK):
-        c = 0
-        for k in range(k0, min(k0 + _COPY_CHUNK, slots.shape[0])):
-            meta = slots[k, 2]
-            if meta <= 0 or meta & 0xFFFFFFFF == PENDING:
-                continue
-            m = meta >> 32
-            t0 = slots[k, 3] >> 32
-            h = np.uint64(slots[k, 0]) ^ (np.uint64(m) << np.uint64(56))
-            h *= np.uint64(0x9E3779B97F4A7C15)
-            if m > 8:
-                h ^= np.uint64(slots[k, 1])
-                h *= np.uint64(0xFF51AFD7ED558CCD)
-            for j in range(16, m, 8):
-                h ^= _pack8(keys, t0 + j - 16, t0 + m - 16)
-                h *= np.uint64(0xFF51AFD7ED558CCD)
-            i = np.int64(_avalanche(h) & np.uint64(cmask))
-            _prefetch(nflat, 4 * i)
-            todo[c] = k
-            at[c] = i
-            c += 1
-        for a in range(c):
-            k = todo[a]
-            i = at[a]
-            while nslots[i, 2] > 0:
-                i = (i + 1) & cmask
-            nslots[i, 0] = slots[k, 0]
-            nslots[i, 1] = slots[k, 1]
-            nslots[i, 2] = slots[k, 2]
-            nslots[i, 3] = slots[k, 3]
-            nstate[0] += 1
+    for k in range(slots.shape[0]):
+        meta = slots[k, 2]
+        if meta < 0 or meta & 0xFFFFFFFF == PENDING:
+            continue
+        m = meta >> 32
+        k0 = slots[k, 3] >> 32
+        h = np.uint64(slots[k, 0]) ^ (np.uint64(m) << np.uint64(56))
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        if m > 8:
+            h ^= np.uint64(slots[k, 1])
+            h *= np.uint64(0xFF51AFD7ED558CCD)
+        for j in range(16, m, 8):
+            h ^= _pack8(keys, k0 + j - 16, k0 + m - 16)
+            h *= np.uint64(0xFF51AFD7ED558CCD)
+        i = np.int64(_avalanche(h) & np.uint64(cmask))
+        while nslots[i, 2] >= 0:
+            i = (i + 1) & cmask
+        nslots[i, 0] = slots[k, 0]
+        nslots[i, 1] = slots[k, 1]
+        nslots[i, 2] = meta
+        nslots[i, 3] = slots[k, 3]
+        nstate[0] += 1
 
 
 def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | None = None) -> np.ndarray:
@@ -196,10 +180,10 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
         return cache
     ready = None if into is None else into.ready()
     if ready is not None and ready.size == _packed_words(size):
-        _copy_cache(cache, ready)
+        _copy_cache(cache, ready, False)
         return ready
-    bigger = _empty_cache(size)
-    _copy_cache(cache, bigger)
+    bigger = huge_page_array(_packed_words(size))  # by NumPy: see new_cache
+    _copy_cache(cache, bigger, True)
     return bigger
 
 
@@ -238,10 +222,13 @@ class NextCache:
 
 
 def _clear_slots(P: np.ndarray, size: int) -> None:
-    """Write every word of ``P`` (zero: an empty cache; by NumPy, which releases the GIL
-    to fill), so that no page of it is first touched by the call that grows."""
-    P[:] = 0
+    """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals``, ``keys``
+    and ``front`` are written too, so that no page of the array is first touched by the
+    call that grows."""
+    P[_CACHE_HEAD + 4 * size :] = 0
+    P[:_CACHE_HEAD] = 0
     P[0] = size
+    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
 
 
 @njit
@@ -258,22 +245,8 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
     (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`): a
     quarter of the time to make and to first touch than one made by Numba.
     """
-    P = _empty_cache(int(_cache_slots(nbytes)))
-    _copy_cache(_NO_SLOTS, P)  # nothing to copy; see _copy_cache for why it is called
-    return P
-
-
-def _empty_cache(size: int) -> np.ndarray:
-    """An empty packed cache of ``size`` slots (:func:`huge_page_array`), cleared by NumPy.
-
-    Every page of the slots and the front is written here, not left zero from the kernel
-    to be first touched later: a lookup reads slots and front before anything is put
-    there, so an untouched page would be mapped to the shared zero page first and copied
-    at the first put, a second fault that on more than one thread also makes the kernel
-    flush the other CPUs' TLBs (2-thread batches had stalled for tens of ms).
-    """
-    P = huge_page_array(_packed_words(size))
-    _clear_cache.py_func(P)  # (as Python, with NumPy's fills: nothing to compile)
+    P = huge_page_array(_packed_words(int(_cache_slots(nbytes))))
+    _copy_cache(_NO_SLOTS, P, True)  # clears it; see _copy_cache for why not _clear_cache
     return P
 
 
@@ -292,7 +265,7 @@ def _probe(slots, keys, buf, s, m, hd, nd, h):
     i = np.int64(h & np.uint64(cmask))
     while True:
         meta = slots[_ix(i), 2]
-        if meta <= 0:
+        if meta < 0:
             return False, i
         if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
             if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
@@ -306,7 +279,7 @@ def _put_slot(slots, keys, state, buf, s, m, hd, nd, i, cnt, v0):
     (``PENDING``: not yet); return the slot. The caller checked that there is room."""
     cmask = slots.shape[0] - 1
     tail = max(m - 16, 0)
-    while slots[_ix(i), 2] > 0:
+    while slots[_ix(i), 2] >= 0:
         i = (i + 1) & cmask
     slots[_ix(i), 0] = hd
     slots[_ix(i), 1] = nd
@@ -361,7 +334,7 @@ def _cache_put(C, buf, s, e, h, out, n0, n1):
     cnt = n1 - n0
     tail = max(m - 16, 0)
     if 2 * (state[0] + 1) > size or state[1] + cnt > vals.size or state[2] + tail > keys.size:
-        slots[:, 2] = 0  # full: start afresh rather than evict one by one
+        slots[:, 2] = -1  # full: start afresh rather than evict one by one
         state[0] = 0
         state[1] = 0
         state[2] = 0

@@ -358,7 +358,7 @@ def test_big_tables_and_caches_start_on_a_huge_page():
     assert big.ctypes.data % (1 << 21) == 0 and big.size == 1 << 20
     cache = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
     assert cache.ctypes.data % (1 << 21) == 0
-    assert (cache[bpe_cache._CACHE_HEAD : bpe_cache._CACHE_HEAD + 4 * cache[0]].reshape(-1, 4)[:, 2] == 0).all()  # empty
+    assert (cache[bpe_cache._CACHE_HEAD : bpe_cache._CACHE_HEAD + 4 * cache[0]].reshape(-1, 4)[:, 2] == -1).all()
     elsewhere = np.arange(1 << 20, dtype=np.int64)[1:]  # starts 8 bytes past an allocation
     moved = bpe.on_huge_pages(elsewhere)
     assert moved.ctypes.data % (1 << 21) == 0 and np.array_equal(moved, elsewhere)
