@@ -105,7 +105,6 @@ def main() -> None:
     T = tok._kernels()[1]
     scan = get_scanner("o200k")
     CP = new_cache(1 << 26)
-    CP[1:] = CP[1:]  # first touch of all its pages here, not in a step (it comes zeroed, untouched)
     w = np.empty(SP.block_words(SP.PF_BLOCK), np.int64)
 
     def run(docs, stats=None):
