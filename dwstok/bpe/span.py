@@ -234,7 +234,7 @@ def _make_room(slots, vals, state, keys, npieces):
     size = slots.shape[0]
     if 2 * (state[0] + npieces) > size or 8 * state[1] > 7 * vals.size or 8 * state[2] > 7 * keys.size:
         for i in range(size):
-            slots[_ix(i), 2] = 0
+            slots[_ix(i), 2] = -1
         state[0] = 0
         state[1] = 0
         state[2] = 0
@@ -474,7 +474,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
         found = False
         while True:  # as _probe, written out
             meta = slots[_ix(i), 2]
-            if meta <= 0:
+            if meta < 0:
                 break
             if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
                 if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
@@ -505,7 +505,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
         pslot[_ix(q)] = -1
         if 2 * (state[0] + 1) <= cmask + 1 and state[2] + max(m - 16, 0) <= keys.size:
             # as _put_slot, written out
-            while slots[_ix(i), 2] > 0:
+            while slots[_ix(i), 2] >= 0:
                 i = (i + 1) & cmask
             slots[_ix(i), 0] = hd
             slots[_ix(i), 1] = nd
@@ -590,7 +590,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
                 found = False
                 while True:  # as _probe, written out
                     meta = slots[_ix(i), 2]
-                    if meta <= 0:
+                    if meta < 0:
                         break
                     if (meta >> 32) == m and slots[_ix(i), 0] == hd and slots[_ix(i), 1] == nd:
                         if m <= 16 or _same_words(keys, slots[_ix(i), 3] >> 32, buf, s + 16, m - 16):
@@ -630,7 +630,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
         if m > CACHE_MAX or 2 * (state[0] + 1) > cmask + 1 or state[1] + cnt > vals.size or state[2] + tail > keys.size:
             continue
         i = np.int64(hq[_ix(j)] & np.uint64(cmask))
-        while slots[_ix(i), 2] > 0:
+        while slots[_ix(i), 2] >= 0:
             i = (i + 1) & cmask
         slots[_ix(i), 0] = np.int64(heads[_ix(j)])
         slots[_ix(i), 1] = nexts[_ix(j)]
