@@ -97,9 +97,10 @@ class _CachePool:
     at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
     comes back with 8 times the slots and its entries. So short texts on many threads
     hold 300 KB a thread, not 36 MB. Growing copies the entries: on dev, document by
-    document, starting afresh instead was slower. Where a CPU is spare, the bigger
-    cache's memory is cleared on a thread of its own (``NextCache``), so that its first
-    touch (page faults, at times slow ones) does not fall in a call.
+    document, starting afresh instead was slower. The bigger cache's memory is cleared
+    ahead (``NextCache``: on a thread of its own where a CPU is spare, else for calls on
+    one thread a slice after each call), so that its first touch (page faults, at
+    times slow ones) does not fall in one call.
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 300 KB
@@ -142,31 +143,35 @@ class _CachePool:
         """``cache``, or once it is a quarter full the cache it grows into: 8 times the
         slots, with its entries.
 
-        When a CPU is left over by the call's threads, that cache's memory is made ready
-        on a thread of its own from the time ``cache`` is a sixteenth full, and until it
-        is, ``cache`` stays (up to 7/16 full, as at half it would start afresh, or until
-        it had to start afresh). On CPUs the call keeps busy, that thread slowed a
-        2-thread batch down (bench/results/session16-growth-20261204.md), so there it
-        grows on the calling thread.
+        From the time ``cache`` is a sixteenth full, that cache's memory is made ready
+        (``NextCache``). When a CPU is left over by the call's threads, on a thread of
+        its own, and until it is done, ``cache`` stays (up to 7/16 full, as at half it
+        would start afresh, or until it had to start afresh). Else, for calls on one
+        thread, a slice after each call. On CPUs that a call on more threads keeps
+        busy, either slowed a 2-thread batch down (bench/results/session16-growth-20261204.md
+        and session20-growth-20261204.md), so there it grows on the calling thread.
         """
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:
-            if nxt is None:  # asked once a cache: False, no CPU to spare
-                self._next[id(cache)] = _spare_cpu(threads) and _next_cache(cache)
+            if nxt is None:  # asked once a cache (False: none)
+                spare = _spare_cpu(threads)
+                nxt = self._next[id(cache)] = (spare or threads == 1) and _next_cache(cache, spare)
+            if nxt:
+                nxt.advance(cache)
             return cache
-        if nxt and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
+        if nxt and nxt.background and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
             return cache
         self._next.pop(id(cache), None)
         return bpe.grown_cache(cache, into=nxt or None)
 
 
-def _next_cache(cache) -> bpe.NextCache | bool:
-    """``NextCache(cache)``, or False where no thread can start (at interpreter shutdown,
-    at a limit on threads): the cache then grows on the calling thread, as it did."""
+def _next_cache(cache, background: bool) -> bpe.NextCache:
+    """``NextCache(cache, background)``, or one cleared a slice at a time where no thread
+    can start (at interpreter shutdown, at a limit on threads)."""
     try:
-        return bpe.NextCache(cache)
+        return bpe.NextCache(cache, background)
     except RuntimeError:
-        return False
+        return bpe.NextCache(cache, False)
 
 
 def _spare_cpu(threads: int) -> bool:

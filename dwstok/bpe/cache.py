@@ -178,8 +178,8 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
     if 8 * size <= cache_capacity(cache):
         cache[CACHE_GROW] = 0
         return cache
-    ready = None if into is None else into.ready()
-    if ready is not None and ready.size == _packed_words(size):
+    ready = into.ready() if into is not None and into.size == size else None
+    if ready is not None:
         _copy_cache(cache, ready, False)
         return ready
     bigger = huge_page_array(_packed_words(size))  # by NumPy: see new_cache
@@ -188,47 +188,96 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
 
 
 class NextCache:
-    """The cache that ``cache`` grows into, cleared on a thread of its own while
-    ``cache`` is still in use (from ``GROW_SOON`` to ``GROW_NOW``).
+    """The cache that ``cache`` grows into, cleared while ``cache`` is still in use (from
+    ``GROW_SOON`` to ``GROW_NOW``): on a thread of its own where a CPU is spare
+    (``background``), else a slice at a time by :meth:`advance`, which the caller calls
+    after each call that used ``cache``.
 
-    Why: clearing the slots of the new cache was the larger part of growing, as it is
-    the first touch of fresh memory (page faults; on a VM's huge pages at times twenty
-    times slower: bench/results/session16-growth-20261204.md), and it fell inside
-    whichever call filled the cache to a quarter. Now only the copy of the entries does.
+    Why: clearing the new cache is the first touch of its memory (page faults; on a VM's
+    huge pages at times ten to twenty times slower: bench/results/session16-growth-20261204.md),
+    the larger part of growing, and it fell inside whichever call filled the cache to a
+    quarter: one call of many stalled for it. A slice at a time, each call pays for its
+    share, in proportion to the entries it added, and only the copy of the entries is
+    left to the call that grows. A thread of its own also writes ``vals`` and ``keys``
+    (no page of the array is then first touched by a call); slices leave them, as
+    :func:`_clear_cache` does, to be touched as they fill.
 
     >>> nxt = NextCache(new_cache(1 << 15))
     >>> grown_cache(new_cache(1 << 15), into=nxt).size == nxt.ready().size
     True
+    >>> step = NextCache(new_cache(1 << 15), background=False)
+    >>> step.done(), int(step.ready()[0]) == int(nxt.ready()[0]), step.done()
+    (False, True, True)
     """
 
-    def __init__(self, cache: np.ndarray):
-        size = int(_cache_slots(8 * cache_capacity(cache)))
+    def __init__(self, cache: np.ndarray, background: bool = True):
+        self.size = int(_cache_slots(8 * cache_capacity(cache)))
+        self.background = background
         self._pid = os.getpid()
-        self._array = huge_page_array(_packed_words(size))
-        self._thread = threading.Thread(target=_clear_slots, args=(self._array, size), name="dwstok-cache", daemon=True)
-        self._thread.start()
+        self._array = huge_page_array(_packed_words(self.size))
+        # (start, end, value) of the words to write; slices go through them in order
+        self._parts = _clear_parts(self.size, every=background)
+        self._total = sum(end - start for start, end, _ in self._parts)
+        self._cleared = 0  # of those words, how many are written (a slice at a time)
+        self._used0 = int(cache[1])  # entries of ``cache`` when this began
+        self._thread = None
+        if background:
+            self._thread = threading.Thread(target=self._clear, args=(self._total,), name="dwstok-cache", daemon=True)
+            self._thread.start()
+
+    def advance(self, cache: np.ndarray) -> None:
+        """Clear the share of the memory due for ``cache``'s entries: all of it by the time
+        ``cache`` is 3/16 full (it grows at a quarter), so the last slices never fall
+        in the call that grows. Nothing for a background one."""
+        if self._thread is not None or self._cleared == self._total:
+            return
+        goal = 3 * int(cache[0]) // 16
+        share = min(1.0, (int(cache[1]) - self._used0) / max(1, goal - self._used0))
+        due = int(share * self._total)
+        if due - self._cleared >= _SLICE_WORDS or due == self._total:
+            self._clear(due)
 
     def done(self) -> bool:
-        """Whether :meth:`ready` will not wait."""
-        return not self._thread.is_alive()
+        """Whether :meth:`ready` will not wait (or clear)."""
+        if self._thread is not None:
+            return not self._thread.is_alive()
+        return self._cleared == self._total
 
     def ready(self) -> np.ndarray | None:
-        """The cleared cache, once its thread is done; None in a forked child, where
-        that thread never ran to the end."""
+        """The cleared cache: the rest cleared now, or once its thread is done; None in a
+        forked child, where that thread never ran to the end."""
+        if self._thread is None:
+            self._clear(self._total)
+            return self._array
         if self._pid != os.getpid():
             return None
         self._thread.join()
         return self._array
 
+    def _clear(self, upto: int) -> None:
+        """Write the words of ``_parts`` from ``_cleared`` to ``upto`` (counted through
+        them), by NumPy, which releases the GIL to fill."""
+        at = 0
+        for start, end, value in self._parts:
+            lo, hi = start + max(0, self._cleared - at), start + min(end - start, upto - at)
+            if lo < hi:
+                self._array[lo:hi] = value
+            at += end - start
+        if self._cleared == 0 < upto:
+            self._array[0] = self.size
+        self._cleared = upto
 
-def _clear_slots(P: np.ndarray, size: int) -> None:
-    """:func:`_clear_cache` by NumPy, which releases the GIL to fill; ``vals``, ``keys``
-    and ``front`` are written too, so that no page of the array is first touched by the
-    call that grows."""
-    P[_CACHE_HEAD + 4 * size :] = 0
-    P[:_CACHE_HEAD] = 0
-    P[0] = size
-    P[_CACHE_HEAD : _CACHE_HEAD + 4 * size] = -1
+
+_SLICE_WORDS = 1 << 15  # the least a slice clears (256 KB), so that short calls skip it
+
+
+def _clear_parts(size: int, every: bool) -> list[tuple[int, int, int]]:
+    """``(start, end, value)`` of the words that :func:`_clear_cache` writes in a packed
+    cache of ``size`` slots (the head, slots -1: empty, the front 0), and with ``every``
+    ``vals`` and ``keys`` too (0)."""
+    end = _packed_words(size)
+    rest = _CACHE_HEAD + (4 if every else 7) * size
+    return [(0, _CACHE_HEAD, 0), (_CACHE_HEAD, _CACHE_HEAD + 4 * size, -1), (rest, end, 0)]
 
 
 @njit

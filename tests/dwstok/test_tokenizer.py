@@ -318,8 +318,9 @@ def test_piece_cache_grows_with_use():
 def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch):
     # With a CPU to spare, a sixteenth full, a cache's successor is cleared on a thread
     # of its own; a quarter full, the cache moves into it once that thread is done (not
-    # before, short of 7/16 full). A forked child, where that thread never ran, and a
-    # call with no CPU to spare grow as before. The ids never change.
+    # before, short of 7/16 full). A forked child, where that thread never ran, grows as
+    # before. With no CPU to spare, the successor is cleared a slice after each call
+    # (see the next test). The ids never change.
     import dwstok.tokenizer as tokenizer_module
 
     merges = [(b"a", b"b"), (b"ab", b"c")]
@@ -335,19 +336,65 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         pool = tok._caches
         assert tok.encode(soon) == fresh.encode(soon)
         ((small, _),) = pool._free
-        nxt = pool._next.get(id(small))
-        assert (nxt is False) == (case == "busy")  # False: asked once, no CPU to spare
-        if nxt:
+        nxt = pool._next[id(small)]
+        assert nxt.background == (case != "busy")
+        if nxt.background:
             assert nxt.ready()[0] == 8 * slots  # cleared, sized 8 times
         if case == "forked":
             monkeypatch.setattr(nxt, "_pid", -1)
         assert tok.encode(now) == fresh.encode(now)
         ((grown, _),) = pool._free
         assert grown[0] == 8 * slots and not pool._next
-        assert (nxt and grown is nxt._array) == (case == "spare")
+        assert (grown is nxt._array) == (case != "forked")
         assert tok.encode(soon + " " + now) == fresh.encode(soon + " " + now)
         assert pool._free[0][0] is grown  # every piece found: no growth, no start afresh
         assert grown[1] >= slots * 3 // 8 - 1  # the entries moved with it
+
+
+def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each_call(monkeypatch):
+    # On CPUs the calls keep busy, the successor of a cache a sixteenth full is cleared
+    # by the calls that use the cache, each after its work, in proportion to the
+    # entries it added: all of it by 3/16 full, before the call that grows (at a
+    # quarter), which then only moves the entries.
+    import dwstok.tokenizer as tokenizer_module
+    from dwstok import bpe
+
+    monkeypatch.setattr(tokenizer_module, "_spare_cpu", lambda threads: False)
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    slots = tokenizer_module._CachePool.MIN_BYTES // 8
+    pool = tok._caches
+    at = slots // 16 + 8
+    assert tok.encode(" ".join(words[:at])) == fresh.encode(" ".join(words[:at]))
+    ((small, _),) = pool._free
+    nxt = pool._next[id(small)]
+    assert not nxt.background and nxt._cleared == 0
+    cleared = [0]
+    while not nxt.done():
+        text = " ".join(words[at : at + slots // 32])
+        at += slots // 32
+        assert tok.encode(text) == fresh.encode(text)
+        assert pool._free[0][0] is small and pool._next[id(small)] is nxt  # not grown yet
+        assert nxt._cleared > cleared[-1]  # a slice after each call
+        cleared.append(nxt._cleared)
+    assert len(cleared) > 3 and small[1] <= 3 * slots // 16 + slots // 32
+    size, a = 8 * slots, nxt._array  # cleared as a new cache: the head, the slots (-1), the front
+    assert a[0] == size and not a[1:8].any() and (a[8 : 8 + 4 * size] == -1).all() and not a[8 + 7 * size :].any()
+    rest = " ".join(words[at : slots * 3 // 8])  # past a quarter: it grows
+    assert tok.encode(rest) == fresh.encode(rest)
+    ((grown, _),) = pool._free
+    assert grown is nxt._array and grown[0] == 8 * slots and not pool._next
+    everything = " ".join(words[: slots * 3 // 8])
+    assert tok.encode(everything) == fresh.encode(everything)
+    assert pool._free[0][0] is grown and grown[1] >= slots * 3 // 8 - 1  # every entry moved with it
+    # Calls on 2 threads that keep the CPUs busy: no slices (they slowed such batches
+    # down); each cache grows when it must.
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    docs = [" ".join(words[i * slots // 8 : (i + 1) * slots // 8]) for i in range(2)]
+    assert tok.encode_batch(docs, num_threads=2) == [fresh.encode(d) for d in docs]
+    assert tok._caches._next and all(v is False for v in tok._caches._next.values())
 
 
 def test_piece_cache_grows_when_no_thread_can_start(monkeypatch):
