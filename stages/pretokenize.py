@@ -61,6 +61,9 @@ STAGE = "pretokenize"
 CONFIG_KEYS = ("pattern", "corpus", "pretokenize")
 # Re-aggregate a shard's partial counts once they hold this many rows (bounds memory).
 COMPACT_ROWS = 4_000_000
+# Group a shard's scanned pieces once this many wait (an offset and a language each, 8
+# bytes a piece, besides the batches' text they point into).
+PENDING_PIECES = 1 << 22
 # Scan a batch's text this many bytes at a time (a long document, such as a whole .txt
 # file, is cut where no built-in pattern's pretoken spans), so the piece offsets (8 bytes
 # per byte of text at worst) stay bounded whatever the document's size.
@@ -199,8 +202,14 @@ class _ShardCounts:
     def __init__(self, max_piece_bytes: int):
         self.max_piece_bytes = max_piece_bytes
         self.long_pieces = 0  # pieces over the limit, each counted as chunks
-        self.parts: list[Any] = []
+        self.parts: list[Any] = []  # grouped (piece, lang, count) tables
         self.rows = 0
+        # Pieces not grouped yet, one table a scanned window: (piece, lang index into
+        # ``lang_names``), grouped together once they hold PENDING_PIECES (see _group).
+        self.pending: list[Any] = []
+        self.pending_pieces = 0
+        self.lang_names: list[str] = []
+        self._lang_at: dict[str, int] = {}
         self.bytes_by_lang: Counter[str] = Counter()
         self.docs_by_lang: Counter[str] = Counter()
         self.pieces = 0
@@ -228,10 +237,14 @@ class _ShardCounts:
             self.bytes_by_lang[langs[i]] += int(v)
         for i, v in enumerate(np.bincount(lang_idx, minlength=len(langs))):
             self.docs_by_lang[langs[i]] += int(v)
+        # the batch's language indices as the shard's, so that batches group together
+        shard_idx = np.array([self._lang_at.setdefault(g, len(self._lang_at)) for g in langs], np.int32)
+        self.lang_names = list(self._lang_at)
+        lang_idx = shard_idx[lang_idx]
         for seg_offs, seg_lang in scan_windows(scanner, data, doc_offs, lang_idx, SCAN_BYTES):
-            self._count(scanner, data, bufs[2], seg_offs, seg_lang, enc.dictionary)
+            self._count(scanner, data, bufs[2], seg_offs, seg_lang)
 
-    def _count(self, scanner, data, data_buf, seg_offs, seg_lang, lang_names) -> None:
+    def _count(self, scanner, data, data_buf, seg_offs, seg_lang) -> None:
         import pyarrow as pa
 
         piece_offs, per_seg = split_documents(scanner, data, seg_offs)
@@ -242,16 +255,32 @@ class _ShardCounts:
         if n_pieces == 0:
             return
         pieces = _binary_array(piece_offs, data_buf)
-        piece_lang = np.repeat(seg_lang, per_seg)
-        t = pa.table({"piece": pieces, "lang": pa.array(piece_lang)})
+        t = pa.table({"piece": pieces, "lang": pa.array(np.repeat(seg_lang, per_seg))})
+        if self.pending and self.pending[0].schema != t.schema:  # (large_binary: a window over 2 GB)
+            self._group()
+        self.pending.append(t)
+        self.pending_pieces += n_pieces
+        if self.pending_pieces >= PENDING_PIECES:
+            self._group()
+
+    def _group(self) -> None:
+        """Count the pending pieces by (piece, lang) into a part, in one group-by.
+
+        One group-by over the pieces of many batches: grouping each batch and then
+        combining the batches' parts had taken a fifth longer at 203 MB
+        (bench/results/session20-training-20261204.md). The rows' order is Arrow's (on one
+        thread, fixed for a given split of the shard into batches, hence for a shard);
+        count sorts, so nothing after this stage depends on it.
+        """
+        import pyarrow as pa
+
+        if not self.pending:
+            return
+        t = pa.concat_tables(self.pending)
+        self.pending, self.pending_pieces = [], 0
         g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
-        part = pa.table(
-            {
-                "piece": g.column("piece"),
-                "lang": lang_names.take(g.column("lang")),
-                "count": g.column("count_all"),
-            }
-        )
+        names = pa.array(self.lang_names, pa.string())
+        part = pa.table({"piece": g.column("piece"), "lang": names.take(g.column("lang")), "count": g.column("count_all")})
         self.parts.append(part)
         self.rows += part.num_rows
         if self.rows > COMPACT_ROWS and len(self.parts) > 1:
@@ -299,6 +328,7 @@ class _ShardCounts:
     def table(self):
         import pyarrow as pa
 
+        self._group()
         if not self.parts:
             return pa.table(
                 {

@@ -241,3 +241,33 @@ def test_han_counts_skip_bytes_that_are_no_utf8():
     raw = [b"\xe4", b"\xff\xfe", "中".encode() + b"\xe4\xb8", b"\xf7\xbf\xbf\xbf", "文".encode()]
     t = pa.table({"piece": pa.array(raw, pa.binary()), "count": pa.array([1, 2, 3, 4, 5], pa.int64())})
     assert pretokenize._ShardCounts.count_han(t) == {"中": 3, "文": 5}
+
+
+def test_counts_do_not_depend_on_how_pieces_are_grouped(tmp_path, small_parquet, monkeypatch):
+    # A shard's pieces wait and are grouped together (PENDING_PIECES), the groups then
+    # combined (COMPACT_ROWS): grouping a few pieces at a time must give each shard the
+    # same (piece, lang, count) rows and count the same bytes; batches of several
+    # languages map theirs to the shard's.
+    import pyarrow as pa
+
+    from stages.corpus import PARQUET_BATCH_ROWS
+
+    def rows_of(work):
+        out = []
+        for name in sorted(p.name for p in (work / "pretokenize").glob("part-*.arrow")):
+            with pa.memory_map(str(work / "pretokenize" / name)) as f:
+                t = pa.ipc.open_file(f).read_all()
+            out.append(sorted(zip(*(t.column(c).to_pylist() for c in ("piece", "lang", "count")))))
+        return out
+
+    cfg = config()
+    run_both(cfg, [small_parquet], tmp_path / "a")
+    monkeypatch.setattr(pretokenize, "PENDING_PIECES", 7)
+    monkeypatch.setattr(pretokenize, "COMPACT_ROWS", 5)
+    monkeypatch.setattr("stages.corpus.PARQUET_BATCH_ROWS", 3)
+    run_both(cfg, [small_parquet], tmp_path / "b")
+    a, b = rows_of(tmp_path / "a"), rows_of(tmp_path / "b")
+    assert a == b and len(a) > 1 and PARQUET_BATCH_ROWS > 3
+    assert len({lang for part in a for _, lang, _ in part}) > 1
+    for name in ("pieces.arrow", "lang_counts.arrow", "stats.json"):
+        assert (tmp_path / "a" / "count" / name).read_bytes() == (tmp_path / "b" / "count" / name).read_bytes()
