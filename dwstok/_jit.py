@@ -95,6 +95,22 @@ def ensure_writable_cache() -> str | None:
     return str(fallback)
 
 
+# Modules whose kernels are dwstok's (see own_kernels): the compile notice names them,
+# and their cached kernels load without Numba's registries.
+_OWN = ["dwstok."]
+
+
+def own_kernels(prefix: str) -> None:
+    """Count the kernels of modules named ``prefix...`` as dwstok's (a package that
+    compiles kernels with these decorators, such as the pipeline's stages, calls this)."""
+    if prefix not in _OWN:
+        _OWN.append(prefix)
+
+
+def _is_own(module: str | None) -> bool:
+    return bool(module) and module.startswith(tuple(_OWN))
+
+
 class _CompileNotice:
     """Says once on stderr that kernels are being compiled, when Numba compiles one of ours.
 
@@ -143,7 +159,7 @@ def _install_compile_notice() -> None:
         def on_start(self, ev):
             d = ev.data.get("dispatcher") if isinstance(ev.data, dict) else None
             fn = getattr(d, "py_func", None)
-            if fn is not None and fn.__module__.startswith("dwstok."):
+            if fn is not None and _is_own(fn.__module__):
                 notice.on_start(fn.__qualname__)
                 ev.data["_dwstok"] = True
 
@@ -178,8 +194,7 @@ def _load_cached_without_refresh() -> bool:
         return True
 
     def load_overload(self, sig, target_context):
-        module = getattr(getattr(self, "_py_func", None), "__module__", None) or ""
-        if not module.startswith("dwstok."):
+        if not _is_own(getattr(getattr(self, "_py_func", None), "__module__", None)):
             return original(self, sig, target_context)
         import numba.cpython.hashing  # noqa: F401  (adds the _Py_HashSecret_* symbols)
         from numba.core.runtime import rtsys

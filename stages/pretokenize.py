@@ -30,7 +30,7 @@ import numpy as np
 import regex
 
 import dwstok
-from dwstok._jit import drop_stale_cache, njit
+from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.errors import InputError
 from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
 
@@ -56,6 +56,7 @@ from .manifest import (
 
 # The kernels here compile in dwstok's scanner: a change there must empty this cache too.
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
+own_kernels("stages.")  # they load from the cache as dwstok's do (without Numba's registries)
 
 STAGE = "pretokenize"
 CONFIG_KEYS = ("pattern", "corpus", "pretokenize")
@@ -300,30 +301,24 @@ class _ShardCounts:
         size): each character weighs its piece's count, in code point order. Han is what
         the ``regex`` module's ``\\p{Han}`` matches.
 
-        Only the characters that can be Han are decoded: those of three and four bytes
-        from U+2E80 up, whose lead byte is at least 0xE2, in the pieces that hold one; they
-        are summed by code point, and ``regex`` judges the few thousand distinct ones. So
-        the work and its memory scale with the CJK text, not with all of it, and no table
-        of every code point is made.
+        A kernel sums the counts of the characters that can be Han (:func:`_sum_wide_chars`),
+        and ``regex`` judges the few thousand distinct ones. The sums are a table of every
+        code point from U+2E80 (8.9 MB of zeros, of which only the pages that the text's
+        characters fall in are touched). The NumPy version before it, a dozen passes over
+        every byte, a search and a sort, took four times as long
+        (bench/results/session20-training-20261204.md).
         """
-        if table.num_rows == 0:
-            return {}
-        parts = []
+        sums = np.zeros(0x110000 - _HAN_MIN, np.int64)
         counts_col = table.column("count")
         row0 = 0
         for chunk in table.column("piece").chunks:
-            counts = counts_col.slice(row0, len(chunk)).to_numpy()
+            counts = counts_col.slice(row0, len(chunk)).to_numpy().astype(np.int64, copy=False)
             row0 += len(chunk)
-            for start in range(0, len(chunk), HAN_SLICE):
-                got = _han_in(chunk.slice(start, HAN_SLICE), counts[start : start + HAN_SLICE])
-                if got is not None:
-                    parts.append(got)
-        if not parts:
-            return {}
-        cps, sums = _sum_by_code_point(np.concatenate([c for c, _ in parts]), np.concatenate([w for _, w in parts]))
-        chars = "".join(map(chr, cps.tolist()))
-        han = {m.start() for m in _HAN.finditer(chars)}
-        return {chars[i]: int(sums[i]) for i in sorted(han) if sums[i]}
+            if len(chunk):
+                _sum_wide_chars(*_binary_buffers(chunk), counts, sums)
+        found = np.flatnonzero(sums)
+        chars = "".join(map(chr, (found + _HAN_MIN).tolist()))
+        return {chars[m.start()]: int(sums[found[m.start()]]) for m in _HAN.finditer(chars)}
 
     def table(self):
         import pyarrow as pa
@@ -374,50 +369,46 @@ def _binary_array(offsets: np.ndarray, data_buf):
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data_buf])
 
 
-HAN_SLICE = 1 << 16  # pieces per slice in count_han
+def _binary_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
+    """(data uint8, offsets int32 or int64) of a binary or large_binary Arrow array, no copy."""
+    import pyarrow as pa
+
+    bufs = arr.buffers()
+    offs = np.frombuffer(bufs[1], np.int64 if pa.types.is_large_binary(arr.type) else np.int32)
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
+    return data, offs[arr.offset : arr.offset + len(arr) + 1]
 
 
-def _han_in(part, counts: np.ndarray):
-    """``(code points, weights)``: the distinct characters from U+2E80 up in the binary
-    array ``part`` and the sum of the counts of the pieces that hold them (once for each
-    time a piece holds one), or None when there are none."""
-    from dwstok.training import binary_buffers
+@njit
+def _sum_wide_chars(data, offs, counts, sums):
+    """Add ``counts[i]`` to ``sums[c - 0x2E80]`` for every character c from U+2E80 up in
+    piece i, ``data[offs[i]:offs[i+1]]`` (once for each time the piece holds it).
 
-    if len(part) == 0:
-        return None
-    data, offs = binary_buffers(part)
-    utf8 = data[offs[0] : offs[-1]]
-    offs = offs - offs[0]
-    # The lead bytes of characters from U+2000 on (0xE2-0xEF: three bytes, 0xF0-0xF4:
-    # four); anything below U+2E80 is no Han.
-    lead = np.flatnonzero(utf8 >= 0xE2)
-    if lead.size == 0:
-        return None
-    b0 = utf8[lead].astype(np.int32)
-    three = b0 < 0xF0
-    ext = np.concatenate([utf8, np.zeros(3, np.uint8)])  # a sequence cut short at the end reads zeros
-    c1, c2, c3 = ext[lead + 1], ext[lead + 2], ext[lead + 3]
-    piece = np.searchsorted(offs, lead, side="right") - 1  # the piece each lies in
-    # A character only where the bytes are one, inside its piece: a stray or cut byte
-    # (a piece is any bytes) counts as none, as no lead reads into the next piece.
-    valid = ((c1 & 0xC0) == 0x80) & ((c2 & 0xC0) == 0x80) & (three | ((c3 & 0xC0) == 0x80))
-    valid &= lead + np.where(three, 3, 4) <= offs[piece + 1]
-    b1, b2, b3 = (c.astype(np.int32) & 0x3F for c in (c1, c2, c3))
-    cps = np.where(three, ((b0 & 0x0F) << 12) | (b1 << 6) | b2, ((b0 & 0x07) << 18) | (b1 << 12) | (b2 << 6) | b3)
-    keep = valid & (cps >= _HAN_MIN) & (cps <= 0x10FFFF)  # (four bytes from a lead over 0xF4 are no code point)
-    if not keep.any():
-        return None
-    piece = piece[keep]
-    return _sum_by_code_point(cps[keep], counts[piece].astype(np.int64))
-
-
-def _sum_by_code_point(cps: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct code points, ascending, and the sum of their weights (int64 throughout:
-    exact at any count)."""
-    order = np.argsort(cps, kind="stable")
-    cps, weight = cps[order], weight[order]
-    first = np.flatnonzero(np.r_[True, cps[1:] != cps[:-1]])
-    return cps[first], np.add.reduceat(weight, first)
+    Only characters of three and four bytes lie there, so only lead bytes from 0xE2 are
+    read. A lead whose bytes are no character inside its piece (a stray or cut byte: a
+    piece is any bytes) counts as none, and so does a lead over 0xF4.
+    """
+    for p in range(offs.size - 1):
+        e = np.int64(offs[p + 1])
+        w = counts[p]
+        i = np.int64(offs[p])
+        while i < e:
+            b0 = np.int64(data[i])
+            k = 3 if b0 < 0xF0 else 4
+            if b0 < 0xE2 or b0 > 0xF4 or i + k > e:
+                i += 1
+                continue
+            b1, b2, b3 = np.int64(data[i + 1]), np.int64(data[i + 2]), np.int64(data[i + k - 1])
+            if (b1 & 0xC0) != 0x80 or (b2 & 0xC0) != 0x80 or (b3 & 0xC0) != 0x80:
+                i += 1
+                continue
+            if k == 3:
+                cp = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+            else:
+                cp = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+            i += k
+            if _HAN_MIN <= cp <= 0x10FFFF:
+                sums[cp - _HAN_MIN] += w
 
 
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement

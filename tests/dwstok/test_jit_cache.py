@@ -41,14 +41,16 @@ import numpy as np
 import numba
 import dwstok.merge_learner as ml
 from dwstok.scanner import get_scanner
-from stages.pretokenize import split_documents
+import pyarrow as pa
+from stages.pretokenize import _ShardCounts, split_documents
 
 ml._interruptible = lambda call, stop, on_progress=None: call()  # in this thread
 r = ml.learn_merges(np.frombuffer(b"aaabdaaabac", np.uint8), np.array([0, 11]), np.array([1]), 3)
 offs, per_doc = split_documents(get_scanner("o200k"), np.frombuffer(b"hello world 123", np.uint8), np.array([0, 11, 15]))
+han = _ShardCounts.count_han(pa.table({"piece": pa.array(["中文".encode()], pa.binary()), "count": pa.array([2], pa.int64())}))
 refreshed = "numba.np.arraymath" in sys.modules  # imported by Numba's refresh of its registries
 ok = numba.njit(lambda x: x + 1)(1) == 2  # a compile afterwards refreshes as usual
-print(r.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")], offs.tolist(), per_doc.tolist(), refreshed, ok)
+print(r.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")], offs.tolist(), per_doc.tolist(), han == {"中": 2, "文": 2}, refreshed, ok)
 """
 
 
@@ -64,4 +66,4 @@ def test_cached_kernels_load_without_numba_refreshing_its_registries():
     runs = [subprocess.run([sys.executable, "-c", _LEAN], capture_output=True, text=True, env=env, cwd=root, timeout=600)
             for _ in range(2)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
-    assert runs[1].stdout.split() == ["True", "[0,", "5,", "11,", "12,", "15]", "[2,", "2]", "False", "True"]
+    assert runs[1].stdout.split() == ["True", "[0,", "5,", "11,", "12,", "15]", "[2,", "2]", "True", "False", "True"]

@@ -197,15 +197,16 @@ def test_split_files_same_bytes_for_one_and_two_workers(tmp_path):
     assert read_manifest(outs[0] / "encode-shards").counts["shards"] > 8
 
 
-def test_han_counts_do_not_depend_on_the_slice(monkeypatch):
+def test_han_counts_do_not_depend_on_the_chunks():
     import pyarrow as pa
 
     pieces = ["的一", "是", "abc", "中文的", "ｘ", "日本語です", "的"]
     t = pa.table({"piece": pa.array([p.encode() for p in pieces], pa.binary()), "count": pa.array([3, 1, 9, 2, 5, 4, 7], pa.int64())})
     want = pretokenize._ShardCounts.count_han(t)
     assert want == {"一": 3, "中": 2, "文": 2, "日": 4, "是": 1, "本": 4, "的": 3 + 2 + 7, "語": 4}
-    monkeypatch.setattr(pretokenize, "HAN_SLICE", 2)
-    got = pretokenize._ShardCounts.count_han(t)
+    chunked = pa.concat_tables([t.slice(0, 2), t.slice(2, 0), t.slice(2, 3), t.slice(5)])
+    assert chunked.column("piece").num_chunks == 4
+    got = pretokenize._ShardCounts.count_han(chunked)
     assert got == want and list(got) == list(want)
 
 
