@@ -301,3 +301,24 @@ def test_a_format_1_pieces_file_is_refused(tmp_path):
     write_table(tmp_path / "pieces.arrow", t, metadata={"dwstok.kind": "count-pieces", "dwstok.languages": "en"})
     with pytest.raises(ModelFileError, match="count format 1"):
         read_pieces(tmp_path / "pieces.arrow")
+
+
+def test_splitters_balance_bytes_not_pieces(tmp_path):
+    # Many short pieces, then fewer long ones (as multi-byte scripts sort after ASCII):
+    # cut by weight (a row's bytes plus SAMPLE_ROW_BYTES), not at the median piece.
+    import pyarrow.ipc as ipc
+
+    import stages.count_partitions as cp
+
+    short = [b"a%03d" % i for i in range(100)]  # 4 bytes each
+    long = [b"\xe4" * 60 + bytes([i]) for i in range(25)]  # 61 bytes each
+    path = tmp_path / "part-00000.arrow"
+    table = pa.table({"piece": pa.array(short + long, pa.binary())})
+    with pa.OSFile(str(path), "wb") as sink, ipc.new_file(sink, table.schema) as w:
+        w.write_table(table)
+    (cut,) = cp.splitters([path], 2)
+    weights = [len(p) + cp.SAMPLE_ROW_BYTES for p in sorted(short + long)]
+    below = sum(w for p, w in zip(sorted(short + long), weights) if p < cut)
+    assert abs(2 * below - sum(weights)) <= 2 * max(weights)  # half the weight on each side
+    assert cut > b"a090"  # the median piece would have been a062
+    assert cp.splitters([path], 1) == [] and len(cp.splitters([path], 4)) == 3
