@@ -206,11 +206,10 @@ class _ShardCounts:
         self.parts: list[Any] = []  # grouped (piece, lang, count) tables
         self.rows = 0
         # Pieces not grouped yet, one table a scanned window: (piece, lang index into
-        # ``lang_names``), grouped together once they hold PENDING_PIECES (see _group).
+        # ``_lang_at``'s keys), grouped together once they hold PENDING_PIECES (see _group).
         self.pending: list[Any] = []
         self.pending_pieces = 0
-        self.lang_names: list[str] = []
-        self._lang_at: dict[str, int] = {}
+        self._lang_at: dict[str, int] = {}  # the shard's languages, in the order met
         self.bytes_by_lang: Counter[str] = Counter()
         self.docs_by_lang: Counter[str] = Counter()
         self.pieces = 0
@@ -240,7 +239,6 @@ class _ShardCounts:
             self.docs_by_lang[langs[i]] += int(v)
         # the batch's language indices as the shard's, so that batches group together
         shard_idx = np.array([self._lang_at.setdefault(g, len(self._lang_at)) for g in langs], np.int32)
-        self.lang_names = list(self._lang_at)
         lang_idx = shard_idx[lang_idx]
         for seg_offs, seg_lang in scan_windows(scanner, data, doc_offs, lang_idx, SCAN_BYTES):
             self._count(scanner, data, bufs[2], seg_offs, seg_lang)
@@ -280,7 +278,7 @@ class _ShardCounts:
         t = pa.concat_tables(self.pending)
         self.pending, self.pending_pieces = [], 0
         g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
-        names = pa.array(self.lang_names, pa.string())
+        names = pa.array(list(self._lang_at), pa.string())
         part = pa.table({"piece": g.column("piece"), "lang": names.take(g.column("lang")), "count": g.column("count_all")})
         self.parts.append(part)
         self.rows += part.num_rows
@@ -308,6 +306,8 @@ class _ShardCounts:
         every byte, a search and a sort, took four times as long
         (bench/results/session20-training-20261204.md).
         """
+        from dwstok.training import binary_buffers
+
         sums = np.zeros(0x110000 - _HAN_MIN, np.int64)
         counts_col = table.column("count")
         row0 = 0
@@ -315,7 +315,7 @@ class _ShardCounts:
             counts = counts_col.slice(row0, len(chunk)).to_numpy().astype(np.int64, copy=False)
             row0 += len(chunk)
             if len(chunk):
-                _sum_wide_chars(*_binary_buffers(chunk), counts, sums)
+                _sum_wide_chars(*binary_buffers(chunk), counts, sums)
         found = np.flatnonzero(sums)
         chars = "".join(map(chr, (found + _HAN_MIN).tolist()))
         return {chars[m.start()]: int(sums[found[m.start()]]) for m in _HAN.finditer(chars)}
@@ -367,16 +367,6 @@ def _binary_array(offsets: np.ndarray, data_buf):
         rel = (offsets - base).astype(np.int32)
         return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(rel), data])
     return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data_buf])
-
-
-def _binary_buffers(arr) -> tuple[np.ndarray, np.ndarray]:
-    """(data uint8, offsets int32 or int64) of a binary or large_binary Arrow array, no copy."""
-    import pyarrow as pa
-
-    bufs = arr.buffers()
-    offs = np.frombuffer(bufs[1], np.int64 if pa.types.is_large_binary(arr.type) else np.int32)
-    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-    return data, offs[arr.offset : arr.offset + len(arr) + 1]
 
 
 @njit

@@ -212,7 +212,6 @@ class NextCache:
 
     def __init__(self, cache: np.ndarray, background: bool = True):
         self.size = int(_cache_slots(8 * cache_capacity(cache)))
-        self.background = background
         self._pid = os.getpid()
         self._array = huge_page_array(_packed_words(self.size))
         # (start, end, value) of the words to write; slices go through them in order
@@ -224,6 +223,11 @@ class NextCache:
         if background:
             self._thread = threading.Thread(target=self._clear, args=(self._total,), name="dwstok-cache", daemon=True)
             self._thread.start()
+
+    @property
+    def background(self) -> bool:
+        """Whether a thread of its own clears it."""
+        return self._thread is not None
 
     def advance(self, cache: np.ndarray) -> None:
         """Clear the share of the memory due for ``cache``'s entries: all of it by the time
