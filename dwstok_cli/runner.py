@@ -13,6 +13,7 @@ exit code and message as the ``Error:`` line on stderr.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import sys
 import time
@@ -136,6 +137,11 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
             for stage in stages:
                 running[0] = stage
                 run = get_run(stage)
+                # What the imports made (Numba's and Arrow's modules, most of the
+                # process's objects) lives as long as the process. Frozen, it is out of
+                # the collector's walks: those a stage's many new lists set off, and
+                # release_memory's (bench/results/session21-training-20261204.md).
+                gc.freeze()
                 t0 = time.perf_counter()
                 try:
                     m = run(cfg, inputs, out_dir(stage), ex)
@@ -172,8 +178,6 @@ def release_memory() -> None:
     """Between stages of one process, hand freed memory back to the system: Arrow's pool
     and glibc's arenas keep what a stage freed, and the next stage's peak would sit on
     top of it (`dwstok build` at 203 MB: 735 -> 635 MB in one trial)."""
-    import gc
-
     gc.collect()
     try:
         import pyarrow as pa
