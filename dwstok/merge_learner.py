@@ -411,7 +411,10 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
 
 
 @njit
-def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0, hot):
+def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0, hot,
+                  out_left, out_right, out_count):
+    # Merge i goes to out_left[i], out_right[i] and out_count[i] (room for n_merges),
+    # and is written before stop[1] is set past i: the caller reads merges while it runs.
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
@@ -525,14 +528,10 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     new_piece = np.empty(1024, np.int32)
     counters = np.zeros(2, np.int64)
 
-    out_left = np.empty(n_merges, np.int32)
-    out_right = np.empty(n_merges, np.int32)
-    out_count = np.zeros(n_merges, np.int64)
-
     for step in range(n_merges):
         if stop[0]:  # the caller was interrupted (see _interruptible)
-            return out_left, out_right, out_count, step
-        stop[1] = step  # merges done so far, which the waiting thread may report
+            return step
+        stop[1] = step  # merges done so far, which the waiting thread may read
         # Choose the pair.
         if step < n_forced:
             a = forced_left[step]
@@ -576,7 +575,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                     cold[nc] = top_p
                     nc += 1
             if best == -1:
-                return out_left, out_right, out_count, step
+                return step
             a = pl[best]
             b = pr[best]
         c = 256 + step
@@ -680,7 +679,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 cold[nc] = q
                 nc += 1
 
-    return out_left, out_right, out_count, n_merges
+    return n_merges
 
 
 # ---------------------------------------------------------------------------- wrapper
@@ -732,6 +731,7 @@ def learn_merges(
     forced: Sequence[tuple[bytes, bytes]] = (),
     max_token_bytes: int | None = None,
     on_progress: Callable[[int], None] | None = None,
+    on_merges: Callable[[int, list[tuple[bytes, bytes]]], None] | None = None,
 ) -> TrainResult:
     """Learn up to ``n_merges`` merges (forced ones included, and ranked first).
 
@@ -741,6 +741,9 @@ def learn_merges(
     that would make a longer token are never merged. None learns exactly as without it.
     ``on_progress(merges_done)`` is called about every second from the calling thread
     while the kernel runs (the CLI turns it into merges/s and an ETA).
+    ``on_merges(first, merges)`` gets the merges from ``first`` on, a batch at a time
+    as the kernel makes them, from the calling thread, which is idle meanwhile (the train
+    stage makes the model file's rows); a ``first`` of 0 after others means start over.
 
     >>> learn_merges(b"aaaaaaaa", [0, 8], [1], 3, max_token_bytes=4).merges
     [(b'a', b'a'), (b'aa', b'aa')]
@@ -799,22 +802,52 @@ def learn_merges(
     # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
     ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
-    left, right, count, n_done = _interruptible(
-        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0, _HOT),
+    left = np.empty(n_merges_run, np.int32)
+    right = np.empty(n_merges_run, np.int32)
+    count = np.zeros(n_merges_run, np.int64)
+    tokens = [bytes([b]) for b in range(256)]
+    merges: list[tuple[bytes, bytes]] = []
+    read: list[list[int]] = [[], []]  # the ids of the merges taken while the kernel ran
+
+    def take(done: int, early: bool) -> None:
+        """Merges len(merges)..done - 1 to ``merges``, and to ``on_merges``."""
+        first = len(merges)
+        if done <= first:
+            return
+        ls, rs = left[first:done].tolist(), right[first:done].tolist()
+        if early:
+            read[0] += ls
+            read[1] += rs
+        for a, b in zip(ls, rs):
+            pair = (tokens[a], tokens[b])
+            merges.append(pair)
+            tokens.append(pair[0] + pair[1])
+        if on_merges is not None:
+            on_merges(first, merges[first:])
+
+    # Merge i is written before the kernel sets stop[1] > i; one more is left as a
+    # margin, and the ids taken early are checked against the final ones below.
+    n_done = int(_interruptible(
+        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0, _HOT,
+                              left, right, count),
         stop,
         on_progress,
-    )
-    tokens = [bytes([b]) for b in range(256)]
-    merges = []
-    for i in range(int(n_done)):
-        pair = (tokens[left[i]], tokens[right[i]])
-        merges.append(pair)
-        tokens.append(pair[0] + pair[1])
-    return TrainResult(merges, count[:n_done].copy(), int(n_done) < n_merges)
+        None if on_merges is None else lambda: take(int(stop[1]) - 1, True),
+    ))
+    seen = len(read[0])
+    if seen and not (np.array_equal(left[:seen], read[0]) and np.array_equal(right[:seen], read[1])):
+        del merges[:], tokens[256:]  # (never seen: then the kernel's writes came late)
+    take(n_done, False)
+    return TrainResult(merges, count[:n_done].copy(), n_done < n_merges)
 
 
-def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | None = None):
-    """Run ``call`` (a long nogil kernel) in a helper thread while this thread waits.
+_WAIT_S = 0.01  # how often the waiting thread hands on_merges the merges made meanwhile
+
+
+def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | None = None,
+                   on_wait: Callable[[], None] | None = None):
+    """Run ``call`` (a long nogil kernel) in a helper thread while this thread waits
+    (calling ``on_wait()`` every ``_WAIT_S``, if given).
 
     Python runs signal handlers in the main thread only, between bytecodes. A Ctrl-C
     that lands while the main thread is inside a kernel, or inside the compiler's ctypes
@@ -825,7 +858,7 @@ def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | 
     """
     import threading
 
-    if threading.current_thread() is not threading.main_thread() and on_progress is None:
+    if threading.current_thread() is not threading.main_thread() and on_progress is None and on_wait is None:
         return call()
     box: dict = {}
 
@@ -840,7 +873,9 @@ def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | 
     try:
         last = time.monotonic()
         while t.is_alive():
-            t.join(0.1)
+            t.join(0.1 if on_wait is None else _WAIT_S)
+            if on_wait is not None:
+                on_wait()
             if on_progress is not None and time.monotonic() - last >= 1.0:
                 last = time.monotonic()
                 on_progress(int(stop[1]))

@@ -67,24 +67,53 @@ def token_bytes(s: str) -> bytes:
     return _ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), s.encode("utf-8"))
 
 
-def content_hash(content: dict[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``content`` without its ``sha256`` key."""
+def content_hash(content: dict[str, Any], canonical: dict[str, str] | None = None) -> str:
+    """sha256 of the canonical JSON of ``content`` without its ``sha256`` key.
+
+    ``canonical``: the canonical JSON of some values already (``canonical_rows`` of the
+    vocab and the merges, made while training ran); the same hash, from less work here.
+    """
     body = {k: v for k, v in content.items() if k != "sha256"}
-    canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if not canonical:
+        canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    else:  # what json.dumps writes for a dict with sort_keys, a value at a time
+        canon = "{" + ",".join(
+            _encode_str(k) + ":" + (canonical[k] if k in canonical else json.dumps(body[k], sort_keys=True, ensure_ascii=False, separators=(",", ":")))
+            for k in sorted(body)
+        ) + "}"
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
-def dumps(content: dict[str, Any]) -> str:
-    """The file text: header keys first, then one vocab entry / merge per line."""
+def canonical_rows(rows: list) -> str:
+    """The canonical JSON of a list of vocab rows or merges, as ``content_hash`` takes it."""
+    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+
+
+def join_canonical(parts: list[str]) -> str:
+    """``canonical_rows`` of the concatenation of lists, from theirs."""
+    return "[" + ",".join(p[1:-1] for p in parts if len(p) > 2) + "]"
+
+
+def rows_text(rows: list) -> str:
+    """Rows of the file (vocab entries or merges), one a line, as ``dumps`` writes them;
+    the text of longer lists is these texts joined by ``",\\n"``, empty ones left out."""
+    return ",\n".join(map(_row, rows))
+
+
+def dumps(content: dict[str, Any], rows: dict[str, str] | None = None) -> str:
+    """The file text: header keys first, then one vocab entry / merge per line.
+
+    ``rows``: the text of the vocab's and the merges' rows already (``rows_text``).
+    """
     head = {k: v for k, v in content.items() if k not in ("vocab", "merges", "sha256")}
     lines = ["{"]
     for k, v in head.items():
         lines.append(f"{json.dumps(k)}: {json.dumps(v, ensure_ascii=False, sort_keys=True)},")
     for key in ("vocab", "merges"):
-        rows = content[key]
+        text = rows[key] if rows and key in rows else rows_text(content[key])
         lines.append(f'"{key}": [')
-        if rows:
-            lines.append(",\n".join(map(_row, rows)))
+        if text:
+            lines.append(text)
         lines.append("],")
     lines.append(f'"sha256": {json.dumps(content["sha256"])}')
     lines.append("}")
@@ -102,8 +131,9 @@ def _row(r) -> str:
     return json.dumps(r, ensure_ascii=False)
 
 
-def write(path: str | os.PathLike, content: dict[str, Any]) -> None:
+def write(path: str | os.PathLike, content: dict[str, Any], rows: dict[str, str] | None = None) -> None:
     """Write atomically: a temporary file in the same folder, then ``os.replace``.
+    ``rows``: as ``dumps`` takes them.
 
     The file gets the umask's permissions, like any file a program creates (``mkstemp``
     would make it 0600). The temporary name ``.NAME.tmp-PID-…`` says which process
@@ -111,7 +141,7 @@ def write(path: str | os.PathLike, content: dict[str, Any]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(content)
+    text = dumps(content, rows)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:

@@ -240,42 +240,106 @@ def model_content(
     >>> c["n_vocab"], c["vocab"][-1], c["merges"]
     (258, [257, 'ab'], [[98, 99, 257]])
     """
-    from . import model_file
-    from .patterns import resolve
+    builder = ModelBuilder(special_tokens)
+    builder.add(0, merges)
+    return builder.content(pattern=pattern, version=version, metadata=metadata)
 
-    specials = list(special_tokens)
-    if len(set(specials)) != len(specials) or any(not isinstance(s, str) or not s for s in specials):
-        raise ConfigError(f"special tokens must be distinct non-empty strings: {specials!r}")
-    k = len(specials)
-    tokens = [bytes([b]) for b in range(256)]
-    first = {t: k + i for i, t in enumerate(tokens)}
-    triples = []
-    for i, (a, b) in enumerate(merges):
-        a, b = bytes(a), bytes(b)
-        if a not in first or b not in first:
-            raise ConfigError(f"merge {i} ({a!r}, {b!r}) uses a token no earlier merge made")
-        ab = a + b
-        new = k + 256 + i
-        tokens.append(ab)
-        first.setdefault(ab, new)
-        triples.append([first[a], first[b], new])
-    pattern_name, pattern_string = resolve(pattern)
-    text = model_file.token_text
-    c = {
-        "format": model_file.FORMAT,
-        "format_version": model_file.FORMAT_VERSION,
-        "version": version,
-        "pattern_name": pattern_name,
-        "pattern": pattern_string,
-        "merge_rule": "merges",
-        "n_vocab": k + len(tokens),
-        "specials": {name: i for i, name in enumerate(specials)},
-        "metadata": dict(metadata) if metadata is not None else {},
-        "vocab": [[k + i, text(t)] for i, t in enumerate(tokens)],
-        "merges": triples,
-    }
-    c["sha256"] = model_file.content_hash(c)
-    return c
+
+class ModelBuilder:
+    """``model_content``, a batch of merges at a time: the train stage hands it the
+    merges as the learner makes them (``learn_merges(on_merges=builder.add)``), so the
+    rows of the file and their JSON are made while the learner runs, on the CPU it
+    leaves idle, and ``text()`` only joins them.
+
+    >>> b = ModelBuilder(["<pad>"])
+    >>> b.add(0, [(b"a", b"b")]); b.add(1, [(b"ab", b"c")])
+    >>> c = b.content()
+    >>> c == model_content([(b"a", b"b"), (b"ab", b"c")], special_tokens=["<pad>"]), c["merges"][-1]
+    (True, [257, 100, 258])
+    """
+
+    def __init__(self, special_tokens: Sequence[str] = ()):
+        specials = list(special_tokens)
+        if len(set(specials)) != len(specials) or any(not isinstance(s, str) or not s for s in specials):
+            raise ConfigError(f"special tokens must be distinct non-empty strings: {specials!r}")
+        self._specials = specials
+        self._reset()
+
+    def _reset(self) -> None:
+        from . import model_file
+
+        k = len(self._specials)
+        self._tokens = [bytes([b]) for b in range(256)]
+        self._first = {t: k + i for i, t in enumerate(self._tokens)}
+        self._vocab: list = []
+        self._triples: list = []
+        self._parts: dict[str, list] = {"vocab": [], "merges": []}  # (rows text, canonical JSON) a batch
+        self._add_rows([[k + i, model_file.token_text(t)] for i, t in enumerate(self._tokens)], [])
+
+    def __len__(self) -> int:
+        """How many merges it has."""
+        return len(self._triples)
+
+    def add(self, first: int, merges: Sequence[tuple[bytes, bytes]]) -> None:
+        """Merges ``first``, ``first + 1``, ... of the model; a ``first`` below ``len(self)``
+        replaces those from there on (it starts over: the learner found it had read a
+        merge too early, which it checks at the end)."""
+        from . import model_file
+
+        if first != len(self):
+            if first != 0:
+                raise ValueError(f"merges from {first} given to a builder of {len(self)}")
+            self._reset()
+        k = len(self._specials)
+        tokens, lookup, text = self._tokens, self._first, model_file.token_text
+        vocab, triples = [], []
+        for i, (a, b) in enumerate(merges, len(self)):
+            a, b = bytes(a), bytes(b)
+            if a not in lookup or b not in lookup:
+                raise ConfigError(f"merge {i} ({a!r}, {b!r}) uses a token no earlier merge made")
+            ab = a + b
+            new = k + 256 + i
+            tokens.append(ab)
+            lookup.setdefault(ab, new)
+            vocab.append([new, text(ab)])
+            triples.append([lookup[a], lookup[b], new])
+        self._add_rows(vocab, triples)
+
+    def _add_rows(self, vocab: list, triples: list) -> None:
+        from . import model_file
+
+        self._vocab += vocab
+        self._triples += triples
+        for key, rows in (("vocab", vocab), ("merges", triples)):
+            if rows:
+                self._parts[key].append((model_file.rows_text(rows), model_file.canonical_rows(rows)))
+
+    def content(self, *, pattern: str = "o200k", version: str | None = None, metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The model file's content, as ``model_content`` makes it."""
+        from . import model_file
+        from .patterns import resolve
+
+        pattern_name, pattern_string = resolve(pattern)
+        c = {
+            "format": model_file.FORMAT,
+            "format_version": model_file.FORMAT_VERSION,
+            "version": version,
+            "pattern_name": pattern_name,
+            "pattern": pattern_string,
+            "merge_rule": "merges",
+            "n_vocab": len(self._specials) + len(self._tokens),
+            "specials": {name: i for i, name in enumerate(self._specials)},
+            "metadata": dict(metadata) if metadata is not None else {},
+            "vocab": self._vocab,
+            "merges": self._triples,
+        }
+        canonical = {key: model_file.join_canonical([j for _, j in parts]) for key, parts in self._parts.items()}
+        c["sha256"] = model_file.content_hash(c, canonical)
+        return c
+
+    def rows(self) -> dict[str, str]:
+        """The text of the vocab's and the merges' rows, for ``model_file.write``."""
+        return {key: ",\n".join(t for t, _ in parts) for key, parts in self._parts.items()}
 
 
 # ---------------------------------------------------------------------------- reading

@@ -52,7 +52,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
 
     from dwstok import model_file
     from dwstok.merge_learner import learn_merges
-    from dwstok.training import binary_buffers, han_forced_merges, lang_weights, model_content
+    from dwstok.training import ModelBuilder, binary_buffers, han_forced_merges, lang_weights
 
     with Timer() as t_load:
         stats = read_json(up_dir / "stats.json")
@@ -80,6 +80,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
         f"{STAGE}: learning {config.n_merges} merges from {n_unique:,} unique pieces"
         + (f" ({len(forced)} forced Han merges first)" if forced else "")
     )
+    # The model's rows are made as the merges come, while the learner runs on another CPU.
+    builder = ModelBuilder(config.special_tokens)
     with Timer() as t_learn:
         result = learn_merges(
             data,
@@ -89,6 +91,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             forced=forced,
             max_token_bytes=config.train.max_token_bytes,
             on_progress=MergeProgress(config.n_merges, executor.progress.note),
+            on_merges=builder.add,
         )
     reached = config.vocab_size - config.n_merges + len(result.merges)
     if result.stopped_early:
@@ -121,14 +124,10 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     with Timer() as t_write:
         # The file's content straight from the merges: building a Tokenizer (its
         # encoder tables) only to save it took most of this step.
-        content = model_content(
-            result.merges,
-            special_tokens=list(config.special_tokens),
-            pattern=config.pattern,
-            version=config.version,
-            metadata=metadata,
-        )
-        model_file.write(staging.dir / MODEL, content)  # atomic, with the umask's permissions
+        if len(builder) != len(result.merges):  # (it has them all: learn_merges hands on the last)
+            builder.add(0, result.merges)
+        content = builder.content(pattern=config.pattern, version=config.version, metadata=metadata)
+        model_file.write(staging.dir / MODEL, content, builder.rows())  # atomic, with the umask's permissions
         info = hash_file(staging.dir / MODEL)
 
     m = Manifest(

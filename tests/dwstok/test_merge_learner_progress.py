@@ -38,3 +38,38 @@ def test_the_kernel_counts_its_merges_and_progress_changes_nothing():
     seen = []
     reported = learn_merges(data, np.array([0, 33]), np.array([1]), 3, on_progress=seen.append)
     assert reported.merges == plain.merges and reported.counts.tolist() == plain.counts.tolist()
+
+
+def test_merges_are_handed_on_in_order_while_the_kernel_runs():
+    rng = np.random.default_rng(5)
+    pieces = [bytes(rng.integers(97, 123, rng.integers(2, 12)).tolist()) for _ in range(30000)]
+    data = np.frombuffer(b"".join(pieces), np.uint8)
+    offsets = np.concatenate([[0], np.cumsum([len(p) for p in pieces])])
+    weights = rng.integers(1, 50, len(pieces))
+    plain = learn_merges(data, offsets, weights, 2000)
+    batches = []
+    got = learn_merges(data, offsets, weights, 2000, on_merges=lambda first, m: batches.append((first, list(m))))
+    assert got.merges == plain.merges
+    assert [f for f, _ in batches] == [sum(len(m) for _, m in batches[:i]) for i in range(len(batches))]
+    assert [p for _, m in batches for p in m] == plain.merges
+
+
+def test_a_merge_read_before_the_kernel_settled_it_is_read_again(monkeypatch):
+    # The kernel writes merge i before it sets stop[1] past i; were a write seen late,
+    # the check at the end starts the merges over (first = 0) with the final ones.
+    import dwstok.merge_learner as ML
+
+    def kernel(ids, offsets, weights, fl, fr, n, max_len, stop, cap0, pool0, hot, left, right, count):
+        left[:3], right[:3] = [97, 98, 97], [98, 99, 99]
+        left[0] = 120  # wrong, for now
+        stop[1] = 3
+        time.sleep(0.2)  # the waiting thread reads merges 0 and 1
+        left[0] = 97
+        return 3
+
+    monkeypatch.setattr(ML, "_learn_kernel", kernel)
+    batches = []
+    r = learn_merges(b"abcabc", [0, 6], [1], 3, on_merges=lambda first, m: batches.append((first, list(m))))
+    assert r.merges == [(b"a", b"b"), (b"b", b"c"), (b"a", b"c")]
+    assert batches[0] == (0, [(b"x", b"b"), (b"b", b"c")])
+    assert batches[-1] == (0, r.merges)

@@ -291,3 +291,35 @@ def test_model_content_is_what_the_built_tokenizer_saves():
     lines = model_file.dumps(got).splitlines()
     assert lines[lines.index('"merges": [') + 5] == json.dumps(got["merges"][4]) + ","
     assert json.loads(model_file.dumps(got)) == got
+
+
+def test_model_builder_in_batches_makes_model_contents_file():
+    from dwstok import model_file
+    from dwstok.training import ModelBuilder, model_content
+
+    merges = [(b"a", b"b"), (b"b", b"c"), (b"ab", b"c"), (b"a", b"bc"), (b"abc", b"\xff"), (b"\\", b"\x00"), (b'"', b"]"), (b'"]', b","), (b" ", b"["), (b'"],', b" [")]
+    kw = dict(pattern="o200k-rdigits", version="32.3", metadata={"x": [1, "é"], "a": {"z": 1, "b": None}})
+    want = model_content(merges, special_tokens=["<pad>", "<bos>"], **kw)
+    b = ModelBuilder(["<pad>", "<bos>"])
+    for first, n in ((0, 1), (1, 0), (1, 3), (4, 6)):  # an empty batch too
+        b.add(first, merges[first : first + n])
+    got = b.content(**kw)
+    assert got == want and got["sha256"] == want["sha256"] == model_file.content_hash(want)
+    assert model_file.dumps(got, b.rows()) == model_file.dumps(want)
+    # starting over (the learner read a merge too early) gives the same again
+    b.add(0, merges[:2])
+    b.add(2, merges[2:])
+    assert b.content(**kw) == want and model_file.dumps(b.content(**kw), b.rows()) == model_file.dumps(want)
+    with pytest.raises(ValueError, match="merges from 3 given to a builder of 10"):
+        b.add(3, merges)
+    with pytest.raises(ConfigError, match="merge 0 .* uses a token no earlier merge made"):
+        ModelBuilder().add(0, [(b"ab", b"c")])
+
+
+def test_model_builder_with_no_merges():
+    from dwstok import model_file
+    from dwstok.training import ModelBuilder, model_content
+
+    b = ModelBuilder()
+    got = b.content()
+    assert got == model_content([]) and model_file.dumps(got, b.rows()) == model_file.dumps(got)
