@@ -55,7 +55,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import regex
 
 from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, set_code, utf8_codes
 from ._jit import njit, njit_inline
@@ -875,7 +874,16 @@ class Scanner:
         self.kind = KINDS.get(self.name, KIND_REGEX) if self.name else KIND_REGEX
         self.is_native = self.kind != KIND_REGEX
         self.table = _table()
-        self._re = regex.compile(self.pattern)
+        if not self.is_native:
+            self._re  # a pattern regex cannot compile fails here, not at the first text
+
+    @functools.cached_property
+    def _re(self):
+        """The pattern in ``regex``, the scanner of a pattern with no native one; imported
+        when first needed (10 ms that a process encoding with a native one need not pay)."""
+        import regex
+
+        return regex.compile(self.pattern)
 
     def __repr__(self) -> str:
         what = self.name or repr(self.pattern)

@@ -18,27 +18,37 @@ also whatever a partial special name at the end could still turn into.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import numpy as np
-import regex
 
 _CLASSES = (r"\s", r"[\p{L}\p{M}]", r"\p{N}", r"[^\s\p{L}\p{M}\p{N}]")
-_RUN_BEFORE = regex.compile("(?r)(?:" + "|".join(c + "+" for c in _CLASSES) + ")")
-_ONE_RUN = [regex.compile(c + "+") for c in _CLASSES]
+
+
+@functools.lru_cache(maxsize=1)
+def _runs():
+    """``(run before a position, [one run of each class])``, compiled on first use:
+    ``regex`` takes 10 ms to import, which a process that never streams need not pay."""
+    import regex
+
+    return (
+        regex.compile("(?r)(?:" + "|".join(c + "+" for c in _CLASSES) + ")"),
+        [regex.compile(c + "+") for c in _CLASSES],
+    )
 
 
 def run_start(text: str, end: int) -> int:
     """Start of the run of same-class characters that ends at ``end``."""
     if end <= 0:
         return 0
-    m = _RUN_BEFORE.match(text, 0, end)
+    m = _runs()[0].match(text, 0, end)
     return m.start() if m else end
 
 
 def run_class(text: str) -> int:
     """Class index of ``text`` if it is one run of a single class, else -1."""
-    for k, r in enumerate(_ONE_RUN):
+    for k, r in enumerate(_runs()[1]):
         if r.fullmatch(text):
             return k
     return -1

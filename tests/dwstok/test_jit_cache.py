@@ -44,7 +44,7 @@ from dwstok.scanner import get_scanner
 import pyarrow as pa
 from stages.pretokenize import _ShardCounts, split_documents
 
-ml._interruptible = lambda call, stop, on_progress=None: call()  # in this thread
+ml._interruptible = lambda call, stop, on_progress=None, on_wait=None: call()  # in this thread
 r = ml.learn_merges(np.frombuffer(b"aaabdaaabac", np.uint8), np.array([0, 11]), np.array([1]), 3)
 offs, per_doc = split_documents(get_scanner("o200k"), np.frombuffer(b"hello world 123", np.uint8), np.array([0, 11, 15]))
 han = _ShardCounts.count_han(pa.table({"piece": pa.array(["中文".encode()], pa.binary()), "count": pa.array([2], pa.int64())}))
