@@ -879,8 +879,9 @@ class Scanner:
 
     @functools.cached_property
     def _re(self):
-        """The pattern in ``regex``, the scanner of a pattern with no native one; imported
-        when first needed (10 ms that a process encoding with a native one need not pay)."""
+        """The pattern in ``regex``, the scanner of a pattern with no native one; compiled
+        when first needed, so that a process encoding with a native one never imports
+        ``regex``."""
         import regex
 
         return regex.compile(self.pattern)

@@ -28,8 +28,8 @@ _CLASSES = (r"\s", r"[\p{L}\p{M}]", r"\p{N}", r"[^\s\p{L}\p{M}\p{N}]")
 
 @functools.lru_cache(maxsize=1)
 def _runs():
-    """``(run before a position, [one run of each class])``, compiled on first use:
-    ``regex`` takes 10 ms to import, which a process that never streams need not pay."""
+    """``(run before a position, [one run of each class])``, compiled on first use: a
+    process that never streams need not import ``regex``."""
     import regex
 
     return (

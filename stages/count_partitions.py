@@ -65,11 +65,10 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
     with ``s[i-1] <= p < s[i]``.
 
     Why weights: reducing a partition costs about its bytes and its distinct pieces,
-    and pieces of scripts with long characters sort last. Cut in two at the median of
-    the sample's distinct pieces, the 203 MB train split's parts held 430k and 695k
-    distinct pieces and took 0.57-0.79 s and 0.92-1.11 s to reduce; cut by weight, 534k
-    and 591k, 0.70-0.72 s and 0.74-0.84 s (bench/results/session20-training-20261204.md).
-    The partitions' outputs do not depend on where the cuts fall."""
+    and pieces of scripts with long characters sort last, so cuts at the median of the
+    sample's distinct pieces left the last partition much the slowest to reduce
+    (bench/results/session20-training-20261204.md). The partitions' outputs do not
+    depend on where the cuts fall."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
