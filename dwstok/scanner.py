@@ -875,7 +875,7 @@ class Scanner:
         self.is_native = self.kind != KIND_REGEX
         self.table = _table()
         if not self.is_native:
-            self._re  # a pattern regex cannot compile fails here, not at the first text
+            _ = self._re  # a pattern regex cannot compile fails here, not at the first text
 
     @functools.cached_property
     def _re(self):

@@ -249,7 +249,7 @@ class ModelBuilder:
     """``model_content``, a batch of merges at a time: the train stage hands it the
     merges as the learner makes them (``learn_merges(on_merges=builder.add)``), so the
     rows of the file and their JSON are made while the learner runs, on the CPU it
-    leaves idle, and ``text()`` only joins them.
+    leaves idle, and ``content()`` and ``rows()`` only join them.
 
     >>> b = ModelBuilder(["<pad>"])
     >>> b.add(0, [(b"a", b"b")]); b.add(1, [(b"ab", b"c")])
@@ -281,9 +281,9 @@ class ModelBuilder:
         return len(self._triples)
 
     def add(self, first: int, merges: Sequence[tuple[bytes, bytes]]) -> None:
-        """Merges ``first``, ``first + 1``, ... of the model; a ``first`` below ``len(self)``
-        replaces those from there on (it starts over: the learner found it had read a
-        merge too early, which it checks at the end)."""
+        """Merges ``first``, ``first + 1``, ... of the model. ``first`` is ``len(self)``,
+        or 0 to start over (the learner found, at the end, that it had read a merge too
+        early); anything else is a ValueError."""
         from . import model_file
 
         if first != len(self):
