@@ -59,16 +59,19 @@ def test_a_merge_read_before_the_kernel_settled_it_is_read_again(monkeypatch):
     # the check at the end starts the merges over (first = 0) with the final ones.
     import dwstok.merge_learner as ML
 
+    batches = []
+
     def kernel(ids, offsets, weights, fl, fr, n, max_len, stop, cap0, pool0, hot, left, right, count):
         left[:3], right[:3] = [97, 98, 97], [98, 99, 99]
         left[0] = 120  # wrong, for now
         stop[1] = 3
-        time.sleep(0.2)  # the waiting thread reads merges 0 and 1
+        deadline = time.monotonic() + 10
+        while not batches and time.monotonic() < deadline:  # the waiting thread reads merges 0 and 1
+            time.sleep(0.005)
         left[0] = 97
         return 3
 
     monkeypatch.setattr(ML, "_learn_kernel", kernel)
-    batches = []
     r = learn_merges(b"abcabc", [0, 6], [1], 3, on_merges=lambda first, m: batches.append((first, list(m))))
     assert r.merges == [(b"a", b"b"), (b"b", b"c"), (b"a", b"c")]
     assert batches[0] == (0, [(b"x", b"b"), (b"b", b"c")])
