@@ -67,6 +67,11 @@ def token_bytes(s: str) -> bytes:
     return _ESCAPE.sub(lambda m: bytes([int(m[1], 16)]), s.encode("utf-8"))
 
 
+def _canonical(value: Any) -> str:
+    """The canonical JSON the hash covers: sorted keys, no spaces, text as itself."""
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
 def content_hash(content: dict[str, Any], canonical: dict[str, str] | None = None) -> str:
     """sha256 of the canonical JSON of ``content`` without its ``sha256`` key.
 
@@ -75,18 +80,15 @@ def content_hash(content: dict[str, Any], canonical: dict[str, str] | None = Non
     """
     body = {k: v for k, v in content.items() if k != "sha256"}
     if not canonical:
-        canon = json.dumps(body, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        canon = _canonical(body)
     else:  # what json.dumps writes for a dict with sort_keys, a value at a time
-        canon = "{" + ",".join(
-            _encode_str(k) + ":" + (canonical[k] if k in canonical else json.dumps(body[k], sort_keys=True, ensure_ascii=False, separators=(",", ":")))
-            for k in sorted(body)
-        ) + "}"
+        canon = "{" + ",".join(_encode_str(k) + ":" + (canonical[k] if k in canonical else _canonical(body[k])) for k in sorted(body)) + "}"
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
 def canonical_rows(rows: list) -> str:
     """The canonical JSON of a list of vocab rows or merges, as ``content_hash`` takes it."""
-    return json.dumps(rows, ensure_ascii=False, separators=(",", ":"))
+    return _canonical(rows)
 
 
 def join_canonical(parts: list[str]) -> str:

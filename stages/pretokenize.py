@@ -266,10 +266,10 @@ class _ShardCounts:
         """Count the pending pieces by (piece, lang) into a part, in one group-by.
 
         One group-by over the pieces of many batches: grouping each batch and then
-        combining the batches' parts had taken a fifth longer at 203 MB
-        (bench/results/session20-training-20261204.md). The rows' order is Arrow's (on one
-        thread, fixed for a given split of the shard into batches, hence for a shard);
-        count sorts, so nothing after this stage depends on it.
+        combining the batches' parts was slower (bench/results/session20-training-20261204.md).
+        The rows' order is Arrow's (on one thread, fixed for a given split of the shard
+        into batches, hence for a shard); count sorts, so nothing after this stage
+        depends on it.
         """
         import pyarrow as pa
 
@@ -302,9 +302,8 @@ class _ShardCounts:
         A kernel sums the counts of the characters that can be Han (:func:`_sum_wide_chars`),
         and ``regex`` judges the few thousand distinct ones. The sums are a table of every
         code point from U+2E80 (8.9 MB of zeros, of which only the pages that the text's
-        characters fall in are touched). The NumPy version before it, a dozen passes over
-        every byte, a search and a sort, took four times as long
-        (bench/results/session20-training-20261204.md).
+        characters fall in are touched). It replaced a dozen NumPy passes over every byte,
+        a search and a sort (bench/results/session20-training-20261204.md).
         """
         from dwstok.training import binary_buffers
 
