@@ -20,7 +20,9 @@ pass over them all: every piece seen before, as most pieces are deep into a long
 (the steady state of encoding a corpus; both encoders cache merged pieces). The second
 pass reads copies of the texts, new str objects as a corpus's documents are: a str
 passed to a PyO3 encoder before keeps its UTF-8 form, which it then need not make. Repeated
-(``--repeats``, interleaved) and the median taken per group. A case on N threads is
+(``--repeats``, interleaved) and the median taken per group; the fastest process of each case,
+and its system time (page faults too, in the JSON), show a ratio that a stall on fresh memory moved
+(bench/first_touch.py). A case on N threads is
 pinned to N CPUs before it imports anything (``--no-pin``: to none, so that a helper
 thread, such as the one that clears a growing piece cache, finds a CPU of its own, as it
 would on a user's machine); ``MB/s cpu`` counts all its threads.
