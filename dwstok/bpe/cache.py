@@ -15,7 +15,7 @@ import numpy as np
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .hashing import _avalanche, _pack8, _same_words
-from .pages import huge_page_array
+from .pages import fill_words, huge_page_array
 
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache
 PENDING = np.int64(0xFFFFFFFF)  # a cache slot's number of ids while they are being merged
@@ -124,22 +124,19 @@ def _mark_growth(CP):
 
 
 @njit
-def _copy_cache(CP, NP, clear):
-    """Put the entries of the smaller cache ``CP`` in ``NP`` (as _cache_put), clearing
-    ``NP`` first if ``clear`` (else it must be cleared: see :class:`NextCache`).
+def _copy_cache(CP, NP):
+    """Put the entries of the smaller cache ``CP`` in ``NP`` (as _cache_put), which must
+    be empty (:func:`_fresh_cache`, :class:`NextCache`).
 
     ``vals`` and ``keys`` are copied whole, to the same offsets, so a slot moves as its
     four words; its hash comes from them (the packed heads, then the tail in ``keys``),
     as :func:`_hash_bytes` makes it from the bytes. Growing is the one slow call in a
     run of short ones, and rebuilding each piece's bytes to hash them had doubled it.
 
-    Also how :func:`new_cache` clears a cache (``CP`` then has no slots): one compiled
-    entry for both, so the first cache a process makes also loads the code that grows
-    one: loading a kernel from Numba's cache takes milliseconds on its first call, which
-    had fallen inside whatever call first grew a cache.
+    :func:`new_cache` calls it too (``CP`` then has no slots), so the first cache a
+    process makes also loads it: loading a kernel from Numba's cache takes milliseconds
+    on its first call, which had fallen inside whatever call first grew a cache.
     """
-    if clear:
-        _clear_cache(NP)
     slots, vals, state, keys, _ = _cache_views(CP)  # (the front is not copied: it refills)
     nslots, nvals, nstate, nkeys, _ = _cache_views(NP)
     nvals[: state[1]] = vals[: state[1]]
@@ -180,10 +177,10 @@ def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | 
         return cache
     ready = into.ready() if into is not None and into.size == size else None
     if ready is not None:
-        _copy_cache(cache, ready, False)
+        _copy_cache(cache, ready)
         return ready
-    bigger = huge_page_array(_packed_words(size))  # by NumPy: see new_cache
-    _copy_cache(cache, bigger, True)
+    bigger = _fresh_cache(size)
+    _copy_cache(cache, bigger)
     return bigger
 
 
@@ -218,6 +215,7 @@ class NextCache:
         self._parts = _clear_parts(self.size, every=background)
         self._total = sum(end - start for start, end, _ in self._parts)
         self._cleared = 0  # of those words, how many are written (a slice at a time)
+        self._watch = True  # whether its pages may be cold (see fill_words)
         self._used0 = int(cache[1])  # entries of ``cache`` when this began
         self._thread = None
         if background:
@@ -264,8 +262,8 @@ class NextCache:
         at = 0
         for start, end, value in self._parts:
             lo, hi = start + max(0, self._cleared - at), start + min(end - start, upto - at)
-            if lo < hi:
-                self._array[lo:hi] = value
+            if lo < hi and fill_words(self._array, lo, hi, value, self._watch):
+                self._watch = False
             at += end - start
         if self._cleared == 0 < upto:
             self._array[0] = self.size
@@ -296,10 +294,29 @@ def new_cache(nbytes: int = 1 << 22) -> np.ndarray:
 
     Allocated by NumPy, which asks Linux for huge pages for arrays of 4 MB and more
     (Numba's allocator does not), from a 2 MB boundary (:func:`huge_page_array`): a
-    quarter of the time to make and to first touch than one made by Numba.
+    quarter of the time to make and to first touch than one made by Numba. Cleared a
+    page at a time by :func:`fill_words`, which moves it to small pages if one is cold.
     """
-    P = huge_page_array(_packed_words(int(_cache_slots(nbytes))))
-    _copy_cache(_NO_SLOTS, P, True)  # clears it; see _copy_cache for why not _clear_cache
+    P = _fresh_cache(int(_cache_slots(nbytes)))
+    _copy_cache(_NO_SLOTS, P)  # loads the code that grows a cache: see _copy_cache
+    return P
+
+
+def _fresh_cache(size: int) -> np.ndarray:
+    """An empty packed cache of ``size`` slots, as :func:`_clear_cache` leaves one, on
+    huge pages from NumPy (:func:`new_cache`), cleared a page at a time by
+    :func:`fill_words` (on small pages from the first cold one).
+
+    >>> P = _fresh_cache(64)
+    >>> int(P[0]), int(_cache_views(P)[0][:, 2].max()), int(abs(P[1:_CACHE_HEAD]).sum())
+    (64, -1, 0)
+    """
+    P = huge_page_array(_packed_words(size))
+    watch = True
+    for start, end, value in _clear_parts(size, every=False):
+        if fill_words(P, start, end, value, watch):
+            watch = False
+    P[0] = size
     return P
 
 

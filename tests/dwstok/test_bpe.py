@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dwstok import bpe
+from dwstok import Tokenizer, bpe
 from dwstok.bpe import cache as bpe_cache
 from dwstok.bpe import merge, span, sweeps
 from dwstok.bpe import encode as bpe_encode
@@ -364,6 +365,57 @@ def test_big_tables_and_caches_start_on_a_huge_page():
     assert moved.ctypes.data % (1 << 21) == 0 and np.array_equal(moved, elsewhere)
     small = np.arange(10, dtype=np.int64)
     assert bpe.on_huge_pages(small) is small and bpe.huge_page_array(10).size == 10
+
+
+def _vm_flags(address):
+    """The VmFlags of the mapping that holds ``address`` (Linux's smaps)."""
+    lines = open("/proc/self/smaps").read().splitlines()
+    inside = False
+    for line in lines:
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= address < hi
+        elif inside and head == "VmFlags:":
+            return line.split()[1:]
+    raise AssertionError("no mapping holds the address")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux only")
+def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
+    # On a VM that backs memory lazily, the first touch of a 2 MB page can take 20 ms.
+    # Once one page of an array took over _COLD_S, the rest of it goes on small pages
+    # (MADV_NOHUGEPAGE: "nh" in its mapping's flags), and is filled all the same; caches
+    # made and grown that way find every piece again.
+    from dwstok.bpe import pages
+
+    words = pages._PAGE_WORDS
+    monkeypatch.setattr(pages, "_COLD_S", -1.0)  # every page is cold
+    a = bpe.huge_page_array(4 * words)
+    assert pages.fill_words(a, 10, 4 * words - 5, -1) is True
+    assert (a[10 : 4 * words - 5] == -1).all()
+    assert "nh" not in _vm_flags(a.ctypes.data) and "nh" in _vm_flags(a.ctypes.data + 3 * (1 << 21))
+    assert pages.fill_words(a, 0, 10, 3, watch=False) is False and (a[:10] == 3).all()
+    monkeypatch.setattr(pages, "_COLD_S", 60.0)  # none is
+    b = bpe.huge_page_array(4 * words)
+    assert pages.fill_words(b, 0, b.size, 5) is False and (b == 5).all()
+    assert "nh" not in _vm_flags(b.ctypes.data + 3 * (1 << 21))
+
+    monkeypatch.setattr(pages, "_COLD_S", -1.0)
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    rng = random.Random(3)
+    words_ = sorted({"".join(rng.choice("xyzw") for _ in range(rng.randint(1, 30))) for _ in range(4000)})
+    text = " ".join(words_)
+    want = tok.encode_to_numpy(text).tolist()
+    ((cache, ids),) = tok._caches._free
+    for grown in (bpe.grown_cache(cache, bpe.CACHE_MAX_CAPACITY), bpe.new_cache(bpe.CACHE_MAX_CAPACITY)):
+        assert "nh" in _vm_flags(grown.ctypes.data + grown.nbytes - 8)
+        tok._caches._free[:] = [(grown, ids)]
+        assert tok.encode_to_numpy(text).tolist() == want
+    step = bpe.NextCache(bpe.new_cache(1 << 20), background=False)
+    ready = step.ready()
+    assert int(ready[0]) == step.size and "nh" in _vm_flags(ready.ctypes.data + ready.nbytes - 8)
+    assert (bpe_cache._cache_views(ready)[0][:, 2] == -1).all()
 
 
 def test_kernels_without_the_runtime_leak_no_reference_to_the_tables():
