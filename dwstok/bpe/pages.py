@@ -1,8 +1,10 @@
-"""Arrays that start on a 2 MB boundary, so that Linux can map them with huge pages."""
+"""Arrays that start on a 2 MB boundary, so that Linux can map them with huge pages, and
+filling one a page at a time, onto small pages once a huge one is slow to first touch."""
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 import time
 
@@ -10,8 +12,9 @@ import numpy as np
 
 _HUGE_PAGE = 1 << 21
 _PAGE_WORDS = _HUGE_PAGE // 8
-# A 2 MB page whose first touch takes longer than this was not backed by the VM's host:
-# 10-25 ms, against 0.1-0.3 ms for one it backs (bench/first_touch.py).
+# A 2 MB page whose first touch takes longer than this, in CPU time of the thread (so
+# neither waiting for the GIL nor other processes count), was not backed by the VM's
+# host: 10-25 ms, against 0.1-0.3 ms for one it backs (bench/first_touch.py).
 _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
 
@@ -48,16 +51,17 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
 
     Why: on a VM whose host backs guest memory lazily and takes back what the guest
     frees (Firecracker with free page reporting), the first touch of a 2 MB page the
-    host no longer backs takes 10-25 ms, and the pages of one new array tend to be all
-    backed or all not. A piece cache growing to 37.7 MB then stalled a run for 100-330
-    ms. 4 KB pages cost about 0.5 ms a MB on such a VM, cold or not, and more than huge
-    pages elsewhere, so they are used only once a page was seen cold: for a cache on
-    such pages, about 20 ms (one cold page) plus 12 for the rest. Only for arrays
-    from :func:`huge_page_array` (at 2 MB boundaries), and with ``watch``.
+    host no longer backs takes 10-25 ms, and most pages of a new array are then cold
+    too. A piece cache growing to 37.7 MB stalled a run for 100-330 ms. 4 KB pages
+    cost about 0.5 ms a MB on such a VM, cold or not, more than huge pages that are
+    backed, so they are used only once a page was seen cold: one cold page, then the
+    rest at 4 KB (bench/results/session22-cache-pages-20261204.md). Only for arrays
+    from :func:`huge_page_array` (at 2 MB boundaries), and with ``watch``. Should
+    ``madvise`` fail, the rest stays as it was.
 
     >>> a = huge_page_array(3 * _PAGE_WORDS)
-    >>> fill_words(a, 0, a.size, -1) in (True, False), int(a.max())
-    (True, -1)
+    >>> fill_words(a, 0, a.size, 7, watch=False), int(a.min()), int(a.max())
+    (False, 7, 7)
     """
     if not watch or a.nbytes < 2 * _HUGE_PAGE or a.ctypes.data % _HUGE_PAGE or not sys.platform.startswith("linux"):
         a[start:end] = value
@@ -65,9 +69,9 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
     lo = start
     while lo < end:
         hi = min(end, (lo // _PAGE_WORDS + 1) * _PAGE_WORDS)
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         a[lo:hi] = value
-        if time.perf_counter() - t0 > _COLD_S:
+        if time.thread_time() - t0 > _COLD_S:
             rest = -(-hi // _PAGE_WORDS) * _PAGE_WORDS * 8  # bytes into ``a``: the next page boundary
             if rest < a.nbytes:
                 _libc().madvise(ctypes.c_void_p(a.ctypes.data + rest), ctypes.c_size_t(a.nbytes - rest), _MADV_NOHUGEPAGE)
@@ -77,13 +81,9 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
     return False
 
 
-_LIBC = []
-
-
+@functools.cache
 def _libc():
     """The C library, with ``madvise`` typed."""
-    if not _LIBC:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-        _LIBC.append(libc)
-    return _LIBC[0]
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc
