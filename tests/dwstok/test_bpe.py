@@ -381,7 +381,9 @@ def _vm_flags(address):
     raise AssertionError("no mapping holds the address")
 
 
-@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux only")
+@pytest.mark.skipif(
+    not os.path.exists("/sys/kernel/mm/transparent_hugepage"), reason="Linux with transparent huge pages only"
+)
 def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
     # On a VM that backs memory lazily, the first touch of a 2 MB page can take 20 ms.
     # Once one page of an array took over _COLD_S, the rest of it goes on small pages
