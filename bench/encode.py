@@ -291,8 +291,8 @@ def _summarize(
             "MB_per_s_cpu_all": sum(group_bytes.values()) / sum(cpu.values()) / 1e6,
             "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
             "wall_s_all_runs": [sum(r["groups"][g]["wall_s"] for g in groups) for r in runs],
-            "sys_s_runs": [r["kernel"][which]["sys_s"] for r in runs if "kernel" in r],
-            "minflt_runs": [r["kernel"][which]["minflt"] for r in runs if "kernel" in r],
+            "sys_s_runs": [r["kernel"][which]["sys_s"] for r in runs],
+            "minflt_runs": [r["kernel"][which]["minflt"] for r in runs],
         }
     ratios = {"wall": {}, "cpu": {}}
     for clock, table in ratios.items():
@@ -339,7 +339,7 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict, which: str =
         vs = lambda p: f"{r['MB_per_s_all'] / p['MB_per_s_all']:.2f}x" if p else "-"  # noqa: E731
         fastest = min(r["wall_s_all_runs"])
         vs_fastest = f"{min(peer['wall_s_all_runs']) / fastest:.2f}x" if peer else "-"
-        sys_ms = f"{1e3 * statistics.median(r['sys_s_runs']):.0f} / {1e3 * max(r['sys_s_runs']):.0f}" if r["sys_s_runs"] else "-"
+        sys_ms = f"{1e3 * statistics.median(r['sys_s_runs']):.0f} / {1e3 * max(r['sys_s_runs']):.0f}"
         lines.append(
             f"| {case} | {r['threads']} | {r['MB_per_s_all']:.1f} | {r['MB_per_s_cpu_all']:.1f}"
             f" | {sum(r['tokens'].values()) / r['wall_s_all'] / 1e6:.2f} | {vs(peer)} | {vs(tik)}"

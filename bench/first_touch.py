@@ -3,7 +3,7 @@ each in fresh processes, 32 MB at a time.
 
 On a VM whose host backs guest memory lazily and takes back what the guest frees
 (Firecracker with free page reporting, as this project's test machines), a 2 MB page the
-host does not back takes 10-20 ms to first touch, against 0.1 ms for one it does; which
+host does not back takes 10-25 ms to first touch, against 0.1-0.3 ms for one it does; which
 one a process gets varies from run to run. The encoders' piece caches grow while a run
 goes on, so a run that gets such pages stalls (bench/encode.py shows it as system time).
 
@@ -21,15 +21,16 @@ import time
 
 import numpy as np
 
+from dwstok.bpe.pages import huge_page_array
+
 MB = 32
 
 
 def touch(kind: str) -> float:
     """ms to write one byte a 4 KB page of a new 32 MB array on ``kind`` pages."""
     n = MB << 20
-    if kind == "huge":  # as dwstok's tables are: NumPy asks for 2 MB pages, from a 2 MB boundary
-        raw = np.empty(n + (2 << 20), np.uint8)
-        a = raw[-raw.ctypes.data % (2 << 20) :][:n]
+    if kind == "huge":  # as dwstok's tables and caches are made
+        a = huge_page_array(n // 8).view(np.uint8)
     else:
         m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
         if hasattr(mmap, "MADV_NOHUGEPAGE"):
