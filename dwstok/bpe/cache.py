@@ -35,7 +35,7 @@ _CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots
 CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
 CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
 GROW_SOON = 1  # its values: a sixteenth full, time to make the next cache's memory ready
-GROW_NOW = 2  # a quarter full, or it had to start afresh
+GROW_NOW = 2  # a quarter full (3/8 for the last step), or it had to start afresh
 
 
 @njit_inline
@@ -111,13 +111,18 @@ def cache_capacity(cache: np.ndarray) -> int:
 def _mark_growth(CP):
     """Flag a packed cache ``GROW_NOW`` once a quarter of its slots are used (it starts
     afresh at half) or when it had to start afresh, ``GROW_SOON`` once a sixteenth are,
-    unless it has the most slots."""
+    unless it has the most slots. A cache of half the most slots grows only at 3/8
+    (soon at a quarter): that step doubles it, into 38 MB of new memory, whose first
+    touch cost each thread of a 2-thread batch about 40 ms
+    (bench/results/session23-growth-20261204.md); 3/8 still leaves an eighth of
+    its slots before it would start afresh."""
     size = CP[0]
+    last = 2 * size == CACHE_SLOTS
     if size >= CACHE_SLOTS:
         CP[CACHE_GROW] = 0
-    elif 4 * CP[1] > size or CP[CACHE_RESETS] > 0:
+    elif (8 * CP[1] > 3 * size if last else 4 * CP[1] > size) or CP[CACHE_RESETS] > 0:
         CP[CACHE_GROW] = GROW_NOW
-    elif 16 * CP[1] > size:
+    elif (4 if last else 16) * CP[1] > size:
         CP[CACHE_GROW] = GROW_SOON
     else:
         CP[CACHE_GROW] = 0

@@ -17,6 +17,10 @@ _PAGE_WORDS = _HUGE_PAGE // 8
 # host: 10-25 ms, against 0.1-0.3 ms for one it backs (bench/first_touch.py).
 _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
+# Whether a page was cold in this process: the memory of later arrays comes from the
+# same pool the host took back, so each new cache had paid one cold page (20 ms) again
+# before it moved to small pages (bench/results/session23-growth-20261204.md).
+_cold_seen = False
 
 
 def huge_page_array(nwords: int) -> np.ndarray:
@@ -55,7 +59,8 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
     too. A piece cache growing to 37.7 MB stalled a run for 100-330 ms. 4 KB pages
     cost about 0.5 ms a MB on such a VM, cold or not, more than huge pages that are
     backed, so they are used only once a page was seen cold: one cold page, then the
-    rest at 4 KB (bench/results/session22-cache-pages-20261204.md). Only for arrays
+    rest at 4 KB (bench/results/session22-cache-pages-20261204.md), and so is every
+    array filled after it in the process (then True at once). Only for arrays
     from :func:`huge_page_array` (at 2 MB boundaries), and with ``watch``. Should
     ``madvise`` fail, the rest stays as it was.
 
@@ -63,22 +68,32 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
     >>> fill_words(a, 0, a.size, 7, watch=False), int(a.min()), int(a.max())
     (False, 7, 7)
     """
+    global _cold_seen
     if not watch or a.nbytes < 2 * _HUGE_PAGE or a.ctypes.data % _HUGE_PAGE or not sys.platform.startswith("linux"):
         a[start:end] = value
         return False
+    if _cold_seen:  # this process met a cold page: the next new array's pages are cold too
+        _small_pages(a, -(-start // _PAGE_WORDS) * _PAGE_WORDS * 8)
+        a[start:end] = value
+        return True
     lo = start
     while lo < end:
         hi = min(end, (lo // _PAGE_WORDS + 1) * _PAGE_WORDS)
         t0 = time.thread_time()
         a[lo:hi] = value
         if time.thread_time() - t0 > _COLD_S:
-            rest = -(-hi // _PAGE_WORDS) * _PAGE_WORDS * 8  # bytes into ``a``: the next page boundary
-            if rest < a.nbytes:
-                _libc().madvise(ctypes.c_void_p(a.ctypes.data + rest), ctypes.c_size_t(a.nbytes - rest), _MADV_NOHUGEPAGE)
+            _cold_seen = True
+            _small_pages(a, -(-hi // _PAGE_WORDS) * _PAGE_WORDS * 8)  # from the next page boundary
             a[hi:end] = value
             return True
         lo = hi
     return False
+
+
+def _small_pages(a: np.ndarray, rest: int) -> None:
+    """Map ``a`` from ``rest`` bytes into it on small pages (where not yet touched)."""
+    if rest < a.nbytes:
+        _libc().madvise(ctypes.c_void_p(a.ctypes.data + rest), ctypes.c_size_t(a.nbytes - rest), _MADV_NOHUGEPAGE)
 
 
 @functools.cache

@@ -392,16 +392,23 @@ def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
     from dwstok.bpe import pages
 
     words = pages._PAGE_WORDS
-    monkeypatch.setattr(pages, "_COLD_S", -1.0)  # every page is cold
+    monkeypatch.setattr(pages, "_cold_seen", False)
+    monkeypatch.setattr(pages, "_COLD_S", 60.0)  # no page is cold
+    b = bpe.huge_page_array(4 * words)
+    assert pages.fill_words(b, 0, b.size, 5) is False and (b == 5).all()
+    assert "nh" not in _vm_flags(b.ctypes.data + 3 * (1 << 21)) and not pages._cold_seen
+    monkeypatch.setattr(pages, "_COLD_S", -1.0)  # every page is
     a = bpe.huge_page_array(4 * words)
     assert pages.fill_words(a, 10, 4 * words - 5, -1) is True
     assert (a[10 : 4 * words - 5] == -1).all()
     assert "nh" not in _vm_flags(a.ctypes.data) and "nh" in _vm_flags(a.ctypes.data + 3 * (1 << 21))
     assert pages.fill_words(a, 0, 10, 3, watch=False) is False and (a[:10] == 3).all()
-    monkeypatch.setattr(pages, "_COLD_S", 60.0)  # none is
-    b = bpe.huge_page_array(4 * words)
-    assert pages.fill_words(b, 0, b.size, 5) is False and (b == 5).all()
-    assert "nh" not in _vm_flags(b.ctypes.data + 3 * (1 << 21))
+    # Once one page was cold, a new array goes on small pages from its first page on,
+    # without waiting for a cold one of its own.
+    monkeypatch.setattr(pages, "_COLD_S", 60.0)
+    c = bpe.huge_page_array(4 * words)
+    assert pages.fill_words(c, 0, c.size, 6) is True and (c == 6).all()
+    assert "nh" in _vm_flags(c.ctypes.data) and "nh" in _vm_flags(c.ctypes.data + 3 * (1 << 21))
 
     monkeypatch.setattr(pages, "_COLD_S", -1.0)
     tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
