@@ -112,10 +112,10 @@ def _mark_growth(CP):
     """Flag a packed cache ``GROW_NOW`` once a quarter of its slots are used (it starts
     afresh at half) or when it had to start afresh, ``GROW_SOON`` once a sixteenth are,
     unless it has the most slots. A cache of half the most slots grows only at 3/8
-    (soon at a quarter): that step doubles it, into 38 MB of new memory, whose first
-    touch cost each thread of a 2-thread batch about 40 ms
-    (bench/results/session23-growth-20261204.md); 3/8 still leaves an eighth of
-    its slots before it would start afresh."""
+    (soon at a quarter): that last step only doubles it, into the biggest array, whose
+    first touch fell inside a call of each thread of a 2-thread batch
+    (bench/results/session23-growth-20261204.md); 3/8 still leaves an eighth of its
+    slots before it would start afresh."""
     size = CP[0]
     last = 2 * size == CACHE_SLOTS
     if size >= CACHE_SLOTS:

@@ -18,7 +18,7 @@ _PAGE_WORDS = _HUGE_PAGE // 8
 _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
 # Whether a page was cold in this process: the memory of later arrays comes from the
-# same pool the host took back, so each new cache had paid one cold page (20 ms) again
+# same pool the host took back, so each new cache had paid for a cold page of its own
 # before it moved to small pages (bench/results/session23-growth-20261204.md).
 _cold_seen = False
 
