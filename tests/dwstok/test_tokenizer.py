@@ -315,6 +315,39 @@ def test_piece_cache_grows_with_use():
     assert len(free) == 1 and free[0][0] is top
 
 
+def test_a_cache_of_half_the_most_slots_grows_only_past_three_eighths():
+    # The last step only doubles a cache, into the biggest array: a cache of
+    # CACHE_SLOTS / 2 slots stays as it is past a quarter full, and grows past 3/8
+    # (here past 7/16, where it no longer waits for a successor cleared on a thread
+    # of its own). The ids never change.
+    from dwstok import bpe
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    half = bpe.CACHE_SLOTS // 2
+    tok.encode_to_numpy("xy")
+    free = tok._caches._free
+    ((_, ids),) = free
+    free[:] = [(bpe.new_cache(8 * half), ids)]
+    # distinct pieces that are no token, in calls on less text than the cache is sized for
+    words = ["".join(p) for p in itertools.product("abcdefgh", repeat=6)]
+    quarter, past = half * 5 // 16, half * 15 // 32  # 0.31 and 0.47 of the slots
+
+    def encode(part):
+        for k in range(0, len(part), 20000):
+            text = " ".join(part[k : k + 20000])
+            assert tok.encode_to_numpy(text).tolist() == fresh.encode_to_numpy(text).tolist()
+
+    encode(words[:quarter])
+    ((cache, _),) = free
+    assert int(cache[0]) == half and int(cache[1]) >= quarter  # not grown
+    encode(words[quarter:past])
+    ((cache, _),) = free
+    assert int(cache[0]) == bpe.CACHE_SLOTS and int(cache[1]) >= past  # grown, its entries kept
+    text = " ".join(words[:past:7])
+    assert tok.encode_to_numpy(text).tolist() == fresh.encode_to_numpy(text).tolist()
+
+
 def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch):
     # With a CPU to spare, a sixteenth full, a cache's successor is cleared on a thread
     # of its own; a quarter full, the cache moves into it once that thread is done (not
