@@ -175,8 +175,8 @@ def byte_masks_intrinsic(tests, fold=False):
     (a letter's lower case). The caller makes sure ``i + 64 <= array.size``.
 
     One 64-byte vector load and a compare per range: LLVM turns each mask into a
-    ``vpcmpeqb``/``vpmovmskb`` pair. Built from Numba's loops instead, seven masks of 64
-    bytes took 76 ns (LLVM widened every byte to 64 bits); this way, 4.4.
+    ``vpcmpeqb``/``vpmovmskb`` pair. Built from Numba's loops instead, the masks took
+    many times as long (LLVM widened every byte to 64 bits).
     """
     if numba.config.DISABLE_JIT:
 

@@ -14,7 +14,8 @@ _HUGE_PAGE = 1 << 21
 _PAGE_WORDS = _HUGE_PAGE // 8
 # A 2 MB page whose first touch takes longer than this, in CPU time of the thread (so
 # neither waiting for the GIL nor other processes count), was not backed by the VM's
-# host: 10-25 ms, against 0.1-0.3 ms for one it backs (bench/first_touch.py).
+# host: such a page takes a hundred times as long as one it backs (bench/first_touch.py,
+# bench/results/session22-cache-pages-20261204.md).
 _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
 # Whether a page was cold in this process: the memory of later arrays comes from the
@@ -55,10 +56,10 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
 
     Why: on a VM whose host backs guest memory lazily and takes back what the guest
     frees (Firecracker with free page reporting), the first touch of a 2 MB page the
-    host no longer backs takes 10-25 ms, and most pages of a new array are then cold
-    too. A piece cache growing to 37.7 MB stalled a run for 100-330 ms. 4 KB pages
-    cost about 0.5 ms a MB on such a VM, cold or not, more than huge pages that are
-    backed, so they are used only once a page was seen cold: one cold page, then the
+    host no longer backs is slow, and most pages of a new array are then cold too: a
+    growing piece cache stalled whole runs. 4 KB pages cost the same on such a VM,
+    cold or not, more than huge pages that are backed and far less than cold ones, so
+    they are used only once a page was seen cold: one cold page, then the
     rest at 4 KB (bench/results/session22-cache-pages-20261204.md), and so is every
     array filled after it in the process (then True at once). Only for arrays
     from :func:`huge_page_array` (at 2 MB boundaries), and with ``watch``. Should
