@@ -34,7 +34,7 @@ CACHE_MAX_CAPACITY = 8 * CACHE_SLOTS  # bytes of text the biggest cache is sized
 _CACHE_HEAD = 8  # int64 words before a packed cache's slots: 64 bytes, so slots never straddle a line
 CACHE_RESETS = 4  # the word of a packed cache that counts how often it started afresh
 CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
-GROW_SOON = 1  # its values: a sixteenth full, time to make the next cache's memory ready
+GROW_SOON = 1  # its values: a sixteenth full (a quarter for the last step), time to make the next cache's memory ready
 GROW_NOW = 2  # a quarter full (3/8 for the last step), or it had to start afresh
 
 

@@ -74,7 +74,7 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
         a[start:end] = value
         return False
     if _cold_seen:  # this process met a cold page: the next new array's pages are cold too
-        _small_pages(a, -(-start // _PAGE_WORDS) * _PAGE_WORDS * 8)
+        _small_pages(a, start // _PAGE_WORDS * _PAGE_WORDS * 8)  # from the page ``start`` is in
         a[start:end] = value
         return True
     lo = start

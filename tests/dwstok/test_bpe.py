@@ -409,6 +409,9 @@ def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
     c = bpe.huge_page_array(4 * words)
     assert pages.fill_words(c, 0, c.size, 6) is True and (c == 6).all()
     assert "nh" in _vm_flags(c.ctypes.data) and "nh" in _vm_flags(c.ctypes.data + 3 * (1 << 21))
+    d = bpe.huge_page_array(4 * words)  # filled from inside its second page: from that page on
+    assert pages.fill_words(d, words + 10, d.size, 7) is True and (d[words + 10 :] == 7).all()
+    assert "nh" not in _vm_flags(d.ctypes.data) and "nh" in _vm_flags(d.ctypes.data + (1 << 21))
 
     monkeypatch.setattr(pages, "_COLD_S", -1.0)
     tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
