@@ -72,7 +72,9 @@ def main() -> None:
         _child(a.case, a.sample)
         return
     if not a.sample.exists():  # the same sample as bench/encode.py's
-        subprocess.run([sys.executable, str(HERE / "encode.py"), "--make-sample", str(a.sample)], check=True)
+        import encode as E
+
+        E.write_sample(a.sample, 220, 100)
     roots = [("this", HERE.parent)] + ([("base", a.baseline.resolve())] if a.baseline else [])
     for i in range(a.runs):
         for name, root in roots:

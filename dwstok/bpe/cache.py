@@ -117,12 +117,12 @@ def _mark_growth(CP):
     (bench/results/session23-growth-20261204.md); 3/8 still leaves an eighth of its
     slots before it would start afresh."""
     size = CP[0]
-    last = 2 * size == CACHE_SLOTS
+    now, soon = (6, 4) if 2 * size == CACHE_SLOTS else (4, 1)  # sixteenths of the slots
     if size >= CACHE_SLOTS:
         CP[CACHE_GROW] = 0
-    elif (8 * CP[1] > 3 * size if last else 4 * CP[1] > size) or CP[CACHE_RESETS] > 0:
+    elif 16 * CP[1] > now * size or CP[CACHE_RESETS] > 0:
         CP[CACHE_GROW] = GROW_NOW
-    elif (4 if last else 16) * CP[1] > size:
+    elif 16 * CP[1] > soon * size:
         CP[CACHE_GROW] = GROW_SOON
     else:
         CP[CACHE_GROW] = 0
