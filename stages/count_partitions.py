@@ -206,7 +206,9 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
     out = {"rows": n_in, "unique": pieces.num_rows}
     for name, table in (("pieces", pieces), ("langs", long)):
         path = Path(f"{task['out']}-{name}.arrow")
-        with atomic_path(path) as tmp:
+        # Scratch, as the rows spilled above: a resumed run splits the shards again, so
+        # it is not synced to the disk (two waits on the disk a file).
+        with atomic_path(path, durable=False) as tmp:
             with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as w:
                 w.write_table(table)
         out[name] = str(path)

@@ -46,20 +46,23 @@ FORMAT = 2
 
 # -- atomic writes ------------------------------------------------------------------
 @contextlib.contextmanager
-def atomic_path(path: str | Path) -> Iterator[Path]:
+def atomic_path(path: str | Path, *, durable: bool = True) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it into place.
 
     On an exception the temporary file is removed and ``path`` is left untouched. The
-    file is synced to the disk before the rename and the folder after it (dwstok.durable).
+    file is synced to the disk before the rename and the folder after it (dwstok.durable);
+    ``durable=False`` skips both, for scratch files that a crashed run never reads again.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
         yield tmp
-        sync_file(tmp)
+        if durable:
+            sync_file(tmp)
         os.replace(tmp, path)
-        sync_dir(path.parent)
+        if durable:
+            sync_dir(path.parent)
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()

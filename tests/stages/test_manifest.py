@@ -91,3 +91,25 @@ def test_files_reach_the_disk_before_their_names_and_outputs_before_the_manifest
     last = len(names) - 1 - names[::-1].index(("replace", mf.MANIFEST))
     assert ("fsync", tmp_path.name) in names[:last]
     assert (tmp_path / "x.json").is_file() and (tmp_path / mf.MANIFEST).is_file()
+
+
+def test_scratch_files_are_renamed_into_place_without_waiting_for_the_disk(tmp_path, monkeypatch):
+    """``atomic_path(durable=False)`` (count's reduced partitions, which a resumed run
+    makes again): no fsync, but still all or nothing under the final name."""
+    import os as _os
+
+    from stages import manifest as mf
+
+    synced = []
+    monkeypatch.setattr(_os, "fsync", lambda fd: synced.append(fd))
+    with mf.atomic_path(tmp_path / "reduced.arrow", durable=False) as tmp:
+        tmp.write_bytes(b"rows")
+    assert (tmp_path / "reduced.arrow").read_bytes() == b"rows" and synced == []
+    with pytest.raises(OSError), mf.atomic_path(tmp_path / "reduced.arrow", durable=False) as tmp:
+        tmp.write_bytes(b"half")
+        raise OSError("disk full")
+    assert [p.name for p in tmp_path.iterdir()] == ["reduced.arrow"]
+    assert (tmp_path / "reduced.arrow").read_bytes() == b"rows"
+    with mf.atomic_path(tmp_path / "kept.json") as tmp:
+        tmp.write_bytes(b"{}")
+    assert len(synced) == 2  # the file, then its folder
