@@ -31,7 +31,7 @@ $(VENV)/.bench: pyproject.toml $(VENV)/.runtime
 	$(PY) -m pip install -q -e '.[bench]'
 	touch $@
 
-setup-runtime: $(VENV)/.runtime
+setup-runtime: $(VENV)/.runtime $(VENV)/.bytecode
 
 # Compile the kernels once into Numba's disk cache, so that the first encode or build
 # does not (redone when the package's sources change).
@@ -39,7 +39,15 @@ $(VENV)/.warm: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py)
 	$(PY) -m dwstok.warm
 	touch $@
 
-setup: $(VENV)/.installed $(VENV)/.warm
+# Python's bytecode of the project, as `pip install` writes a package's: an editable
+# install leaves it to each module's first import, which never writes it where
+# PYTHONDONTWRITEBYTECODE is set (as in many container images), so every process
+# would compile the sources again.
+$(VENV)/.bytecode: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py stages/*.py dwstok_cli/*.py)
+	$(PY) -m compileall -q dwstok stages dwstok_cli
+	touch $@
+
+setup: $(VENV)/.installed $(VENV)/.warm $(VENV)/.bytecode
 
 test: setup browser
 	$(PY) -m pytest -q

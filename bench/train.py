@@ -11,6 +11,9 @@ wall is the sum of the three processes' and its peak RSS the largest of them.
 ``dwstok-build`` runs the same stages in one process (``dwstok build --until train``),
 and a tool ending in ``@base`` runs on the code at ``--base`` (a before/after in one run).
 
+The code under test has its bytecode written first (``compile_bytecode``), as an
+installed package has.
+
 Corpora: the first N MB of text of train.parquet (``--sizes 20,100,203``), written with
 the source's row-group size, so a slice shards as the whole file does. Tools run
 interleaved, ``--repeat`` times per size; the tables give medians.
@@ -179,6 +182,14 @@ def run_cli(corpus: Path, work: Path, tool: str = "dwstok-cli", root: Path = ROO
     return out
 
 
+def compile_bytecode(root: Path) -> None:
+    """Write the bytecode of ``root``'s packages, as ``pip install`` (and ``make setup``)
+    does: the stage processes then start as an installed dwstok does, instead of compiling
+    the sources again in an environment with PYTHONDONTWRITEBYTECODE set."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "dwstok", "stages", "dwstok_cli"], cwd=root, check=True,
+                   stdout=subprocess.DEVNULL)
+
+
 def _imported(env: dict, root: Path) -> str:
     """The folder of the dwstok package that a command run as ``run_cli`` runs it imports."""
     code = "import dwstok, os; print(os.path.dirname(os.path.dirname(dwstok.__file__)))"
@@ -306,6 +317,8 @@ def main() -> None:
     meta = {"time": stamp, "command": "bench/train.py " + " ".join(sys.argv[1:]), "repeat": args.repeat,
             "load_start": round(os.getloadavg()[0], 1), "cpus": os.cpu_count(),
             "base": str(args.base) if args.base else None}
+    for root in {ROOT, *([args.base] if args.base and any(t.endswith("@base") for t in tools) else [])}:
+        compile_bytecode(root)
     runs: dict = {}
     for size in sizes:
         corpus = corpus_slice(size, args.work)
