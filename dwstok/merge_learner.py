@@ -51,7 +51,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from ._intrinsics import prefetch
-from ._jit import njit
+from ._jit import njit, read_only
 from .errors import ConfigError, InputError
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -802,7 +802,7 @@ def learn_merges(
     # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
     ids_dtype = _ids_dtype(n_merges_run)
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
-    offsets, weights = _read_only(offsets), _read_only(weights)
+    offsets, weights = read_only(offsets), read_only(weights)
     left = np.empty(n_merges_run, np.int32)
     right = np.empty(n_merges_run, np.int32)
     count = np.zeros(n_merges_run, np.int64)
@@ -847,16 +847,6 @@ def _ids_dtype(n_merges: int):
     return np.uint16 if 256 + n_merges <= 1 << 16 else np.int32
 
 
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """A read-only view: the kernel gets one type whether the caller's array was
-    writable (numpy) or not (Arrow's buffers), so ``load_kernel`` can load it ahead."""
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
 def load_kernel(n_merges: int) -> None:
     """Load (or compile) the kernel ``learn_merges(..., n_merges)`` runs, without running
     it: a caller with a CPU to spare starts it early, while it still reads its input.
@@ -865,8 +855,8 @@ def load_kernel(n_merges: int) -> None:
     """
     # The same types as learn_merges passes, on no pieces and no merges.
     none = np.zeros(0, np.int32)
-    _learn_kernel(np.zeros(0, _ids_dtype(int(n_merges))), _read_only(np.zeros(1, np.int64)),
-                  _read_only(np.zeros(0, np.int64)), none, none, 0, 0, np.zeros(2, np.int64), _CAP0, _POOL0,
+    _learn_kernel(np.zeros(0, _ids_dtype(int(n_merges))), read_only(np.zeros(1, np.int64)),
+                  read_only(np.zeros(0, np.int64)), none, none, 0, 0, np.zeros(2, np.int64), _CAP0, _POOL0,
                   _HOT, none, none, np.zeros(0, np.int64))
 
 

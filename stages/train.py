@@ -28,6 +28,7 @@ from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
 from .manifest import Manifest, Staging, Timer, hash_file, read_json, up_to_date
+from .preload import loading_ahead
 
 STAGE = "train"
 UPSTREAM = "count"
@@ -54,19 +55,13 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     from dwstok.merge_learner import learn_merges, load_kernel
     from dwstok.training import ModelBuilder, binary_buffers, han_forced_merges, lang_weights
 
-    # The kernel loads on the other CPU while this thread reads the pieces (loading is
-    # mostly LLVM's work, outside the GIL, and so is Arrow's reading).
-    loading = _start(load_kernel, config.n_merges)
-    try:
-        with Timer() as t_load:
-            stats = read_json(up_dir / "stats.json")
-            weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
-            data, offsets, weights = read_pieces_weighted(up_dir, weights_by_lang)
-            n_unique = len(weights)
-            if n_unique == 0:
-                raise InputError("empty corpus: count found no pieces to train on")
-    finally:
-        loading.join()  # also after an error: no compile left running as the process ends
+    with loading_ahead(load_kernel, config.n_merges), Timer() as t_load:
+        stats = read_json(up_dir / "stats.json")
+        weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
+        data, offsets, weights = read_pieces_weighted(up_dir, weights_by_lang)
+        n_unique = len(weights)
+        if n_unique == 0:
+            raise InputError("empty corpus: count found no pieces to train on")
 
     with Timer() as t_han:
         plan = None
@@ -264,22 +259,6 @@ def read_pieces_weighted(count_dir: Path, weights_by_lang: dict[str, int]):
                 weights[rows[first]] += np.add.reduceat(count * wl[lang], first)
     check_weight_bound({g: int(top[i]) for i, g in enumerate(langs)}, weights_by_lang)
     return data, offsets, weights
-
-
-def _start(fn, *args):
-    """``fn(*args)`` on a thread of its own, started; what it raises is dropped (the
-    stage meets the same error where it needs the result)."""
-    import threading
-
-    def target() -> None:
-        try:
-            fn(*args)
-        except Exception:  # noqa: BLE001 - met again, and reported, by the stage itself
-            pass
-
-    t = threading.Thread(target=target, name="dwstok-load-kernel", daemon=True)
-    t.start()
-    return t
 
 
 def check_weight_bound(top_count: dict[str, int], weights_by_lang: dict[str, int]) -> None:
