@@ -30,7 +30,7 @@ import numpy as np
 import regex
 
 import dwstok
-from dwstok._jit import drop_stale_cache, njit, own_kernels, read_only
+from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.errors import InputError
 from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
 
@@ -40,7 +40,6 @@ from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
-from .preload import loading_ahead
 from .manifest import (
     Manifest,
     Staging,
@@ -93,11 +92,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     # Built next to the previous result, swapped in only once complete.
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
 
-    with (
-        loading_ahead(load_kernels, config.pattern),  # while the first batches are read
-        Timer() as t_map,
-        shard_progress.channel(executor, len(shards), gil_free=GIL_FREE) as reporter,
-    ):
+    with Timer() as t_map, shard_progress.channel(executor, len(shards), gil_free=GIL_FREE) as reporter:
         tasks = [
             _Task(
                 config,
@@ -319,8 +314,7 @@ class _ShardCounts:
             counts = counts_col.slice(row0, len(chunk)).to_numpy().astype(np.int64, copy=False)
             row0 += len(chunk)
             if len(chunk):
-                data, offs = binary_buffers(chunk)
-                _sum_wide_chars(read_only(data), read_only(offs), read_only(counts), sums)
+                _sum_wide_chars(*binary_buffers(chunk), counts, sums)
         found = np.flatnonzero(sums)
         chars = "".join(map(chr, (found + _HAN_MIN).tolist()))
         return {chars[m.start()]: int(sums[found[m.start()]]) for m in _HAN.finditer(chars)}
@@ -424,7 +418,7 @@ def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np
     if scanner.is_native:
         out = np.empty(int(doc_offs[-1] - doc_offs[0]) + 1, dtype=np.int64)
         per_doc = np.empty(n, dtype=np.int64)
-        k = scan_segments(scanner.kind, read_only(data), read_only(doc_offs), scanner.table, out, per_doc)
+        k = scan_segments(scanner.kind, data, doc_offs, scanner.table, out, per_doc)
         return out[: k + 1], per_doc
     # The regex fallback: correct, slow, one call per document.
     chunks = [doc_offs[:1]]
@@ -436,20 +430,6 @@ def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np
             chunks.append(b[1:] + s)
             per_doc[i] = len(b) - 1
     return np.concatenate(chunks), per_doc
-
-
-def load_kernels(pattern: str) -> None:
-    """Load (or compile) the kernels of a shard's job, on a few bytes: the scanner of
-    ``pattern`` and the Han count's, with the types the job passes them (read-only
-    inputs, whoever made them). A piece over the length limit is rare: its kernel
-    (``_cap_pieces``) is left to load when one comes.
-    """
-    scanner = get_scanner(pattern)
-    data = np.frombuffer("a 一".encode(), np.uint8)
-    if scanner.is_native:
-        split_documents(scanner, data, np.array([0, data.size], np.int64))
-    sums = np.zeros(0x110000 - _HAN_MIN, np.int64)
-    _sum_wide_chars(read_only(data), read_only(np.array([0, data.size], np.int64)), read_only(np.ones(1, np.int64)), sums)
 
 
 _SAFE_CUT = None

@@ -272,33 +272,3 @@ def test_counts_do_not_depend_on_how_pieces_are_grouped(tmp_path, small_parquet,
     assert len({lang for part in a for _, lang, _ in part}) > 1
     for name in ("pieces.arrow", "lang_counts.arrow", "stats.json"):
         assert (tmp_path / "a" / "count" / name).read_bytes() == (tmp_path / "b" / "count" / name).read_bytes()
-
-
-def test_the_kernels_loaded_ahead_are_the_ones_a_shard_runs(tmp_path, monkeypatch):
-    """pretokenize loads its kernels on another thread while the first batches are read
-    (load_kernels): with the argument types the shards' jobs then pass, so that a job
-    finds them loaded instead of loading (or compiling) others."""
-    import numba
-
-    from dwstok import scanner as scan_mod
-
-    seen: dict[str, set] = {}
-
-    def spy(module, name):
-        real = getattr(module, name)
-
-        def call(*args):
-            seen.setdefault(name, set()).add(tuple(numba.typeof(a) for a in args))
-            return real(*args)
-
-        monkeypatch.setattr(module, name, call)
-
-    spy(scan_mod, "_segments_o200k")
-    spy(pretokenize, "_sum_wide_chars")
-    cfg = config()
-    pretokenize.load_kernels(cfg.pattern)
-    ahead = {k: set(v) for k, v in seen.items()}
-    assert set(ahead) == {"_segments_o200k", "_sum_wide_chars"}
-    corpus = write_parquet(tmp_path / "c.parquet", docs() + [("漢字と日本語の文", "ja")])
-    pretokenize.run(cfg, Inputs(corpus=(str(corpus),), workdir=tmp_path), tmp_path / "pretokenize", LocalExecutor(2))
-    assert seen == ahead
