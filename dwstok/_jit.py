@@ -220,22 +220,6 @@ njit = numba.njit(cache=True, nogil=True, _nrt=True)
 """Decorator for kernels: ``@njit``."""
 
 
-def read_only(a: np.ndarray) -> np.ndarray:
-    """``a`` as a read-only view (``a`` itself if it is one). A kernel compiles once per
-    argument type, and whether an array is writable is part of its type: an input that
-    is always read-only has one type whoever made it (numpy or Arrow), so the kernel a
-    stage loads ahead of time (stages.preload) is the one it then runs.
-
-    >>> read_only(np.zeros(2)).flags.writeable
-    False
-    """
-    if not a.flags.writeable:
-        return a
-    v = a.view()
-    v.flags.writeable = False
-    return v
-
-
 def njit_parallel(fn):
     """Decorator for the few kernels that use ``numba.prange``."""
     return numba.njit(cache=True, nogil=True, parallel=True, _nrt=True)(fn)

@@ -51,7 +51,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 
 from ._intrinsics import prefetch
-from ._jit import njit, read_only
+from ._jit import njit
 from .errors import ConfigError, InputError
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -800,9 +800,8 @@ def learn_merges(
     n_merges_run = min(n_merges, room)
     stop = np.zeros(2, np.int64)  # [0]: set to stop the kernel; [1]: merges it has done
     # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
-    ids_dtype = _ids_dtype(n_merges_run)
+    ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
-    offsets, weights = read_only(offsets), read_only(weights)
     left = np.empty(n_merges_run, np.int32)
     right = np.empty(n_merges_run, np.int32)
     count = np.zeros(n_merges_run, np.int64)
@@ -840,24 +839,6 @@ def learn_merges(
         del merges[:], tokens[256:]  # (never seen: then the kernel's writes came late)
     take(n_done, False)
     return TrainResult(merges, count[:n_done].copy(), n_done < n_merges)
-
-
-def _ids_dtype(n_merges: int):
-    """The dtype of the pieces' token ids: 2 bytes while every id fits."""
-    return np.uint16 if 256 + n_merges <= 1 << 16 else np.int32
-
-
-def load_kernel(n_merges: int) -> None:
-    """Load (or compile) the kernel ``learn_merges(..., n_merges)`` runs, without running
-    it: a caller with a CPU to spare starts it early, while it still reads its input.
-
-    >>> load_kernel(32480)  # then the learn_merges of a 32,768-token vocabulary starts at once
-    """
-    # The same types as learn_merges passes, on no pieces and no merges.
-    none = np.zeros(0, np.int32)
-    _learn_kernel(np.zeros(0, _ids_dtype(int(n_merges))), read_only(np.zeros(1, np.int64)),
-                  read_only(np.zeros(0, np.int64)), none, none, 0, 0, np.zeros(2, np.int64), _CAP0, _POOL0,
-                  _HOT, none, none, np.zeros(0, np.int64))
 
 
 _WAIT_S = 0.01  # how often the waiting thread hands on_merges the merges made meanwhile

@@ -28,7 +28,6 @@ from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
 from .manifest import Manifest, Staging, Timer, hash_file, read_json, up_to_date
-from .preload import loading_ahead
 
 STAGE = "train"
 UPSTREAM = "count"
@@ -52,10 +51,10 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     staging = Staging(out_dir, STAGE, config_hash)
 
     from dwstok import model_file
-    from dwstok.merge_learner import learn_merges, load_kernel
+    from dwstok.merge_learner import learn_merges
     from dwstok.training import ModelBuilder, binary_buffers, han_forced_merges, lang_weights
 
-    with loading_ahead(load_kernel, config.n_merges), Timer() as t_load:
+    with Timer() as t_load:
         stats = read_json(up_dir / "stats.json")
         weights_by_lang = lang_weights(stats["bytes_by_lang"], config.balance.alpha)
         data, offsets, weights = read_pieces_weighted(up_dir, weights_by_lang)

@@ -178,42 +178,6 @@ def test_arrow_slices_with_nonzero_first_offset():
     assert r.merges == brute_bpe([b"abab", b"abc"], [2, 1], 3).merges
 
 
-@pytest.mark.parametrize("vocab", [32_768, 70_000])  # token ids as uint16, then int32
-def test_load_kernel_loads_what_learn_merges_runs(vocab, monkeypatch):
-    """The train stage loads the kernel ahead (load_kernel) while it reads its input:
-    whatever arrays a caller passes (writable or read-only, as Arrow's buffers may be),
-    learn_merges then calls the kernel with the same types, so it finds it loaded."""
-    import numba
-    import pyarrow as pa
-
-    from dwstok import merge_learner as ml
-    from dwstok.training import binary_buffers
-
-    class Called(Exception):
-        pass
-
-    types = []
-
-    def spy(*args):  # the kernel's types, as its dispatcher picks one
-        types.append(tuple(numba.typeof(a) for a in args))
-        raise Called
-
-    monkeypatch.setattr(ml, "_learn_kernel", spy)
-    n_merges = vocab - 288
-    with pytest.raises(Called):
-        ml.load_kernel(n_merges)
-    rng = np.random.default_rng(0)
-    pieces = [bytes(p) for p in rng.integers(0, 256, (n_merges // 2 + 1, 3), dtype=np.uint8)]
-    data, offsets = pieces_to_arrays(pieces)
-    frozen = offsets.copy()
-    frozen.flags.writeable = False
-    arrow = binary_buffers(pa.array(pieces, pa.large_binary()))
-    for d, offs in [(data, offsets), (data, frozen), arrow]:
-        with pytest.raises(Called):
-            learn_merges(d, offs, np.ones(len(pieces), np.int64), n_merges)
-    assert len(types) == 4 and all(t == types[0] for t in types[1:]), types
-
-
 @pytest.mark.parametrize(
     "kwargs, error",
     [

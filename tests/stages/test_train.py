@@ -110,39 +110,3 @@ def test_stage_equals_train_bpe_on_the_same_documents(tmp_path):
     )
     assert tok.merges == ref.merges
     assert tok.encode("统计语言模型 Hello 2026") == ref.encode("统计语言模型 Hello 2026")
-
-
-def test_loading_the_kernel_ahead_changes_nothing_and_outlives_no_stage(tmp_path, small_parquet, monkeypatch):
-    """train loads its kernel on another thread while it reads the pieces. The model is
-    the same whether that load worked or failed (the learner then loads it itself), and
-    no loading thread is left running once the stage returns or raises."""
-    import threading
-    import time
-
-    from dwstok import merge_learner
-    from dwstok.errors import InputError
-
-    def loading() -> list[str]:
-        return [t.name for t in threading.enumerate() if t.name == "dwstok-load-kernel"]
-
-    cfg = config(vocab_size=288 + 40)
-    build(cfg, [small_parquet], tmp_path / "a")
-    assert not loading()
-
-    def broken(n_merges):
-        raise RuntimeError("no kernel")
-
-    monkeypatch.setattr(merge_learner, "load_kernel", broken)
-    build(cfg, [small_parquet], tmp_path / "b")
-    assert (tmp_path / "a" / "train" / "model.json").read_bytes() == (tmp_path / "b" / "train" / "model.json").read_bytes()
-
-    # Reading the pieces fails while the kernel still loads: the stage raises once the
-    # load is done, not before.
-    def unreadable(*args):
-        raise InputError("pieces.arrow: cut short")
-
-    monkeypatch.setattr(merge_learner, "load_kernel", lambda n_merges: time.sleep(0.3))
-    monkeypatch.setattr(train, "read_pieces_weighted", unreadable)
-    with pytest.raises(InputError, match="cut short"):
-        build(config(vocab_size=288 + 41), [small_parquet], tmp_path / "b")
-    assert not loading()
