@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import re
 import threading
@@ -108,36 +109,46 @@ class _CachePool:
     MAX_IDS = 1 << 20  # the most (4 MB): a longer text's room is its own, dropped after its call
 
     def __init__(self):
-        self._free: list = []
+        # slot -> (cache, out), the last given back last; a cache keeps its slot for
+        # good (grown too), so that a caller can ask for the same one again
+        self._free: dict[int, tuple] = {}
+        self._slots = itertools.count()
         self._next: dict[int, bpe.NextCache | bool] = {}  # id(cache) -> what it grows into (False: no NextCache)
 
-    def take(self, nbytes: int, ids: int = 0):
-        """``(cache, out)`` for a call on ``nbytes`` of text: a cache, and room for at
+    def take(self, nbytes: int, ids: int = 0, slot: int | None = None):
+        """``(cache, out, slot)`` for a call on ``nbytes`` of text: a cache, room for at
         least ``ids`` uint32 ids (a single call's kernel writes its ids there, not to an
-        array of its own). Give both back with :meth:`give` (``try``/``finally``).
+        array of its own), and the cache's slot. Give them back with :meth:`give`
+        (``try``/``finally``).
+
+        The cache of ``slot`` if it is free, else the one given back last. A batch's
+        ranges ask for a slot each (their index, modulo the threads), so that the same
+        documents encoded again find the cache that holds their pieces: on two threads,
+        whichever took a range first had taken either cache, and a range of Thai text in
+        the other one merged all its pieces again (bench/results/session24-affinity-20261204.md).
 
         Plain methods, not a context manager: this runs once per document, and a
         generator-based ``with`` cost as much as a short text's kernel. No lock either:
-        ``list.pop`` and ``list.append`` are atomic.
+        ``dict.pop`` and ``dict.popitem`` are atomic.
         """
-        try:
-            cache, out = self._free.pop()
-        except IndexError:
-            cache, out = bpe.new_cache(max(nbytes, self.MIN_BYTES)), _NO_IDS
-        else:
-            # (a cache of ``size`` words has room for more than ``size`` bytes: one
-            # compare settles short calls)
-            if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
-                cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
-        if out.size < ids:
-            out = np.empty(max(ids, self.MIN_IDS), np.uint32)
-        return cache, out
+        got = self._free.pop(slot, None) if slot is not None else None
+        if got is None:
+            try:
+                slot, got = self._free.popitem()
+            except KeyError:
+                return bpe.new_cache(max(nbytes, self.MIN_BYTES)), _room(_NO_IDS, ids, self.MIN_IDS), next(self._slots)
+        cache, out = got
+        # (a cache of ``size`` words has room for more than ``size`` bytes: one compare
+        # settles short calls)
+        if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
+            cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
+        return cache, _room(out, ids, self.MIN_IDS), slot
 
-    def give(self, cache, out, threads: int = 1) -> None:
+    def give(self, cache, out, slot: int, threads: int = 1) -> None:
         """Give back what :meth:`take` gave, from a call on ``threads`` threads."""
         if cache[_GROW]:
             cache = self._grown(cache, threads)
-        self._free.append((cache, out if out.size <= self.MAX_IDS else _NO_IDS))
+        self._free[slot] = (cache, out if out.size <= self.MAX_IDS else _NO_IDS)
 
     def _grown(self, cache, threads: int):
         """``cache``, or once it is a quarter full the cache it grows into: 8 times the
@@ -181,6 +192,11 @@ def _spare_cpu(threads: int) -> bool:
 
 
 _NO_IDS = np.empty(0, np.uint32)  # an ``out`` with no room: the first call that needs room makes it
+
+
+def _room(out: np.ndarray, ids: int, least: int) -> np.ndarray:
+    """``out``, or a new one with room for ``ids`` ids (``least`` at least) if it has not."""
+    return out if out.size >= ids else np.empty(max(ids, least), np.uint32)
 
 
 def _check_threads(num_threads) -> None:
@@ -628,12 +644,12 @@ class Tokenizer:
             arr = np.frombuffer(buf, np.uint8)
             return bpe.encode_bounds(arr, self._scanner.bounds(arr), native[0])
         kernel, kind, table, tables = native[2]
-        cache, out = self._caches.take(len(buf), len(buf))
+        cache, out, slot = self._caches.take(len(buf), len(buf))
         try:
             n = kernel(kind, table, buf, tables, cache, out)  # bytes as they are
             return out[:n].copy()  # out goes back to the pool
         finally:
-            self._caches.give(cache, out)
+            self._caches.give(cache, out, slot)
 
     def _encode_list(self, buf: bytes) -> list[int]:
         """``_encode_bytes(buf)`` as a list, with no array of its own in between: for a
@@ -643,7 +659,7 @@ class Tokenizer:
             return self._as_list(self._encode_bytes(buf))
         kernel, kind, table, tables = native[2]
         lister = self._lister
-        cache, out = self._caches.take(len(buf), len(buf))
+        cache, out, slot = self._caches.take(len(buf), len(buf))
         try:
             if lister is None:
                 n = kernel(kind, table, buf, tables, cache, out)
@@ -653,7 +669,7 @@ class Tokenizer:
             ids = box[0]
             return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
         finally:
-            self._caches.give(cache, out)
+            self._caches.give(cache, out, slot)
 
     @cached_property
     def _lister(self) -> tuple | None:
@@ -842,7 +858,7 @@ class Tokenizer:
 
         def work(d0: int, d1: int):
             if native:
-                return self._encode_range(data, offsets, d0, d1, kernels, threads, finish)
+                return self._encode_range(data, offsets, d0, d1, kernels, threads, edges.index(d0) % threads, finish)
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
@@ -867,24 +883,25 @@ class Tokenizer:
                 _utf8(t)
             raise
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
+        edges = _range_edges(chars, threads)
 
         def work(d0: int, d1: int):
             data, offsets = _utf8_docs(texts[d0:d1])
-            return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, finish)
+            return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, edges.index(d0) % threads, finish)
 
-        yield from _run_ranges(work, _range_edges(chars, threads), threads)
+        yield from _run_ranges(work, edges, threads)
 
-    def _encode_range(self, data, offsets, d0: int, d1: int, kernels, threads: int, finish):
+    def _encode_range(self, data, offsets, d0: int, d1: int, kernels, threads: int, slot: int, finish):
         """Documents d0..d1 by the fused kernel, with a pooled cache (``threads``: the
-        call's, for the pool)."""
+        call's, for the pool; ``slot``: the cache to take if it is free)."""
         out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
         out_doc = np.empty(d1 - d0 + 1, np.int64)
         sc = self._scanner
-        cache, ids = self._caches.take(int(offsets[d1] - offsets[d0]))
+        cache, ids, slot = self._caches.take(int(offsets[d1] - offsets[d0]), slot=slot)
         try:
             n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
         finally:
-            self._caches.give(cache, ids, threads)
+            self._caches.give(cache, ids, slot, threads)
         return _finished(out, n, out_doc, finish)
 
     def _batch_bounds(self, data: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 
 import numpy as np
 import pytest
@@ -292,7 +293,7 @@ def test_piece_cache_grows_with_use():
     fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
     free = tok._caches._free
     tok.encode_to_numpy("abc abc")
-    ((small, _),) = free
+    ((small, _),) = free.values()
     assert bpe.cache_capacity(small) == tok._caches.MIN_BYTES
     slots = tok._caches.MIN_BYTES // 8
     # distinct pieces that are no token: more than a quarter of the slots, fewer than half
@@ -300,7 +301,7 @@ def test_piece_cache_grows_with_use():
     text = " ".join(words)
     want = fresh.encode_to_numpy(text).tolist()
     assert tok.encode_to_numpy(text).tolist() == want
-    ((grown, _),) = free
+    ((grown, _),) = free.values()
     used = int(grown[1])  # state[0]: slots in use
     assert bpe.cache_capacity(grown) == 8 * tok._caches.MIN_BYTES and used >= len(words)
     assert tok.encode_to_numpy(text).tolist() == want
@@ -310,7 +311,7 @@ def test_piece_cache_grows_with_use():
     assert bpe.cache_capacity(free[0][0]) >= min(len(big), bpe.CACHE_MAX_CAPACITY)
     # The biggest cache never grows: it starts afresh when half full.
     top = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)
-    free[:] = [(top, free[0][1])]
+    free[0] = (top, free[0][1])
     tok.encode_to_numpy("abc")
     assert len(free) == 1 and free[0][0] is top
 
@@ -327,8 +328,8 @@ def test_a_cache_of_half_the_most_slots_grows_only_past_three_eighths():
     half = bpe.CACHE_SLOTS // 2
     tok.encode_to_numpy("xy")
     free = tok._caches._free
-    ((_, ids),) = free
-    free[:] = [(bpe.new_cache(8 * half), ids)]
+    ((_, ids),) = free.values()
+    free[0] = (bpe.new_cache(8 * half), ids)
     # distinct pieces that are no token, in calls on less text than the cache is sized for
     words = ["".join(p) for p in itertools.product("abcdefgh", repeat=6)]
     quarter, past = half * 5 // 16, half * 15 // 32  # 0.31 and 0.47 of the slots
@@ -339,10 +340,10 @@ def test_a_cache_of_half_the_most_slots_grows_only_past_three_eighths():
             assert tok.encode_to_numpy(text).tolist() == fresh.encode_to_numpy(text).tolist()
 
     encode(words[:quarter])
-    ((cache, _),) = free
+    ((cache, _),) = free.values()
     assert int(cache[0]) == half and int(cache[1]) >= quarter  # not grown
     encode(words[quarter:past])
-    ((cache, _),) = free
+    ((cache, _),) = free.values()
     assert int(cache[0]) == bpe.CACHE_SLOTS and int(cache[1]) >= past  # grown, its entries kept
     text = " ".join(words[:past:7])
     assert tok.encode_to_numpy(text).tolist() == fresh.encode_to_numpy(text).tolist()
@@ -368,7 +369,7 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
         pool = tok._caches
         assert tok.encode(soon) == fresh.encode(soon)
-        ((small, _),) = pool._free
+        ((small, _),) = pool._free.values()
         nxt = pool._next[id(small)]
         assert nxt.background == (case != "busy")
         if nxt.background:
@@ -376,7 +377,7 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         if case == "forked":
             monkeypatch.setattr(nxt, "_pid", -1)
         assert tok.encode(now) == fresh.encode(now)
-        ((grown, _),) = pool._free
+        ((grown, _),) = pool._free.values()
         assert grown[0] == 8 * slots and not pool._next
         assert (grown is nxt._array) == (case != "forked")
         assert tok.encode(soon + " " + now) == fresh.encode(soon + " " + now)
@@ -401,7 +402,7 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
     pool = tok._caches
     at = slots // 16 + 8
     assert tok.encode(" ".join(words[:at])) == fresh.encode(" ".join(words[:at]))
-    ((small, _),) = pool._free
+    ((small, _),) = pool._free.values()
     nxt = pool._next[id(small)]
     assert not nxt.background and nxt._cleared == 0
     cleared = [0]
@@ -417,7 +418,7 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
     assert a[0] == size and not a[1:8].any() and (a[8 : 8 + 4 * size] == -1).all() and not a[8 + 7 * size :].any()
     rest = " ".join(words[at : slots * 3 // 8])  # past a quarter: it grows
     assert tok.encode(rest) == fresh.encode(rest)
-    ((grown, _),) = pool._free
+    ((grown, _),) = pool._free.values()
     assert grown is nxt._array and grown[0] == 8 * slots and not pool._next
     everything = " ".join(words[: slots * 3 // 8])
     assert tok.encode(everything) == fresh.encode(everything)
@@ -449,7 +450,7 @@ def test_piece_cache_grows_when_no_thread_can_start(monkeypatch):
     slots = tokenizer_module._CachePool.MIN_BYTES // 8
     for text in (" ".join(words[: slots // 8]), " ".join(words[slots // 8 : slots * 3 // 8])):
         assert tok.encode(text) == fresh.encode(text)
-    ((grown, _),) = tok._caches._free
+    ((grown, _),) = tok._caches._free.values()
     assert grown[0] == 8 * slots and not tok._caches._next
 
 
@@ -467,12 +468,12 @@ def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
     tok.encode_to_numpy("zzzz " * 40)
     assert first.tolist() == [256, 32, 256, 32, 256] and first.flags.owndata
     assert as_list == [256, 32] * 49 + [256, 32]
-    ((_, room),) = tok._caches._free
+    ((_, room),) = tok._caches._free.values()
     assert room.size == tok._caches.MIN_IDS
     tok._caches.MAX_IDS = 64
     text = "ab " * 2000
     assert tok.encode(text) == [256, 32] * 2000
-    ((_, room),) = tok._caches._free
+    ((_, room),) = tok._caches._free.values()
     assert room.size == 0  # dropped: the next call makes room again
     assert tok.encode_to_numpy("ab").tolist() == [256]
     sc = tok._scanner
@@ -511,11 +512,11 @@ def test_grown_cache_finds_pieces_of_every_length():
     text = " ".join(words)
     want = tok.encode_to_numpy(text).tolist()
     assert tok.encode_to_numpy(text).tolist() == want  # a first call caches only some
-    ((cache, ids),) = tok._caches._free
+    ((cache, ids),) = tok._caches._free.values()
     assert cache[1] > 2000
     cache = bpe.grown_cache(cache, 64 * bpe.cache_capacity(cache))
     used = int(cache[1])
-    tok._caches._free[:] = [(cache, ids)]
+    tok._caches._free[0] = (cache, ids)
     assert tok.encode_to_numpy(text).tolist() == want
     assert tok._caches._free[0][0] is cache and cache[1] == used  # all found: nothing added
 
@@ -527,3 +528,24 @@ def _utf8_batch(texts):
     offsets = np.zeros(len(bufs) + 1, np.int64)
     np.cumsum([len(b) for b in bufs], out=offsets[1:])
     return np.frombuffer(b"".join(bufs), np.uint8), offsets
+
+
+def test_a_batch_encoded_again_finds_each_range_s_pieces_in_the_same_cache():
+    # On 2 threads a batch runs in ranges, each with a pooled cache. A range asks for the
+    # cache of its index (modulo the threads), so the same documents encoded again find
+    # their pieces where they left them instead of merging them again in the other cache.
+    rng = random.Random(7)
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
+    words = sorted({"".join(rng.choice("xyzw") for _ in range(9)) for _ in range(800)})
+    texts = [" ".join(words[:400]), " ".join(words[400:])]  # two ranges, no piece in both
+    want = [fresh.encode(t) for t in texts]
+    assert tok.encode_batch(texts, num_threads=2) == want
+    pool = tok._caches
+    assert len(pool._free) == 2
+    entries = {slot: int(cache[1]) for slot, (cache, _) in pool._free.items()}
+    assert sorted(entries.values()) == [398, 400]  # each cache holds one text's pieces
+    for _ in range(8):
+        assert tok.encode_batch(texts, num_threads=2) == want
+        # nothing merged again: no cache took in the other range's pieces
+        assert {slot: int(cache[1]) for slot, (cache, _) in pool._free.items()} == entries
