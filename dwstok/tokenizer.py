@@ -112,7 +112,8 @@ class _CachePool:
         # slot -> (cache, out), the last given back last; a cache keeps its slot for
         # good (grown too), so that a caller can ask for the same one again
         self._free: dict[int, tuple] = {}
-        self._slots = itertools.count()
+        self._made: set[int] = set()  # every slot that has a cache
+        self._lock = threading.Lock()  # for _made, once a new cache
         self._next: dict[int, bpe.NextCache | bool] = {}  # id(cache) -> what it grows into (False: no NextCache)
 
     def take(self, nbytes: int, ids: int = 0, slot: int | None = None):
@@ -136,13 +137,23 @@ class _CachePool:
             try:
                 slot, got = self._free.popitem()
             except KeyError:
-                return bpe.new_cache(max(nbytes, self.MIN_BYTES)), _room(_NO_IDS, ids, self.MIN_IDS), next(self._slots)
+                return bpe.new_cache(max(nbytes, self.MIN_BYTES)), _room(_NO_IDS, ids, self.MIN_IDS), self._new_slot(slot)
         cache, out = got
         # (a cache of ``size`` words has room for more than ``size`` bytes: one compare
         # settles short calls)
         if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
             cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
         return cache, _room(out, ids, self.MIN_IDS), slot
+
+    def _new_slot(self, want: int | None) -> int:
+        """The slot of a new cache: ``want`` if no cache has it yet (the first call of a
+        batch's ranges, on threads that reach the pool in any order), else the least free."""
+        with self._lock:
+            slot = want if want is not None and want not in self._made else next(
+                i for i in itertools.count() if i not in self._made
+            )
+            self._made.add(slot)
+        return slot
 
     def give(self, cache, out, slot: int, threads: int = 1) -> None:
         """Give back what :meth:`take` gave, from a call on ``threads`` threads."""
