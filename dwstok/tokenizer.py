@@ -109,8 +109,8 @@ class _CachePool:
     MAX_IDS = 1 << 20  # the most (4 MB): a longer text's room is its own, dropped after its call
 
     def __init__(self):
-        # slot -> (cache, out), the last given back last; a cache keeps its slot for
-        # good (grown too), so that a caller can ask for the same one again
+        # slot -> (cache, out) in the order given back (popitem takes the last); a cache
+        # keeps its slot for good (grown too), so that a caller can ask for it again
         self._free: dict[int, tuple] = {}
         self._made: set[int] = set()  # every slot that has a cache
         self._lock = threading.Lock()  # for _made, once a new cache
