@@ -231,12 +231,12 @@ def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
 
 
 def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
-    """``work(d0, d1)`` of every range, in order: on the calling thread if there is one
-    range, else on the process's pool of ``threads``."""
+    """``work(k, d0, d1)`` of every range k, in order: on the calling thread if there is
+    one range, else on the process's pool of ``threads``."""
     if len(edges) == 2:
-        yield work(0, edges[1])
+        yield work(0, 0, edges[1])
         return
-    pending = [_thread_pool(threads).submit(work, d0, d1) for d0, d1 in zip(edges[:-1], edges[1:])]
+    pending = [_thread_pool(threads).submit(work, k, d0, d1) for k, (d0, d1) in enumerate(zip(edges[:-1], edges[1:]))]
     try:
         for f in pending:
             yield f.result()
@@ -867,9 +867,9 @@ class Tokenizer:
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
         edges = _range_edges(offsets, threads)
 
-        def work(d0: int, d1: int):
+        def work(k: int, d0: int, d1: int):
             if native:
-                return self._encode_range(data, offsets, d0, d1, kernels, threads, edges.index(d0) % threads, finish)
+                return self._encode_range(data, offsets, d0, d1, kernels, threads, k % threads, finish)
             out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
             out_doc = np.empty(d1 - d0 + 1, np.int64)
             n = bpe._encode_docs(data, bounds, doc_bidx, d0, d1, kernels[0], out, out_doc)
@@ -894,13 +894,12 @@ class Tokenizer:
                 _utf8(t)
             raise
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
-        edges = _range_edges(chars, threads)
 
-        def work(d0: int, d1: int):
+        def work(k: int, d0: int, d1: int):
             data, offsets = _utf8_docs(texts[d0:d1])
-            return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, edges.index(d0) % threads, finish)
+            return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, k % threads, finish)
 
-        yield from _run_ranges(work, edges, threads)
+        yield from _run_ranges(work, _range_edges(chars, threads), threads)
 
     def _encode_range(self, data, offsets, d0: int, d1: int, kernels, threads: int, slot: int, finish):
         """Documents d0..d1 by the fused kernel, with a pooled cache (``threads``: the
