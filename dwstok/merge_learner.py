@@ -45,13 +45,17 @@ Within a piece a merge replaces left to right without overlaps (``aaaa`` -> ``aa
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 from typing import Callable, NamedTuple, Sequence
 
+import numba
 import numpy as np
+from numba import prange
 
 from ._intrinsics import prefetch
-from ._jit import njit
+from ._jit import njit, njit_parallel
 from .errors import ConfigError, InputError
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
@@ -61,6 +65,8 @@ _POOL0 = 1024
 # About how many pairs the heap takes from the cold list at a time (the sizes tried:
 # bench/results/train-heap-20261202.md).
 _HOT = 4096
+# A step whose pair is listed in at least this many pieces rewrites them on all threads.
+_PAR_MIN = 4096
 
 
 class TrainResult(NamedTuple):
@@ -293,21 +299,55 @@ def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best
     return k, n, m, remap[best]
 
 
+# Rows of a thread's ``memo`` (by token): the new pair (x, c) of this step (a local id)
+# and the piece that last listed it; (c, y) and its piece; the old pairs (x, a) and
+# (b, y) whose counts fall; then the step each of those four was set in.
+_LC, _LP, _RC, _RP, _LA, _RB, _LC_STEP, _RC_STEP, _LA_STEP, _RB_STEP = range(10)
+_MEMO_ROWS = 10
+# A thread's ``cnt``: its new pairs, its listings, what best lost, and how many tokens
+# it has in its two ``touched`` rows.
+_N_LOC, _N_EV, _D_BEST, _N_TA, _N_TB = range(5)
+
+
 @njit
-def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
-                    pl, pr, pc, seg_len, table, n_pairs,
-                    left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
-                    left_of_a, left_a_step, right_of_b, right_b_step,
-                    new_pair, new_piece, n_occ_new, counters):
-    """Merge (a, b) -> c in the pieces listed at occ[e:e_end], updating the pair counts.
+def _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, step, table, pl, pr,
+                   memo, dec, touched, loc, loc_c, loc_n, ev, cnt):
+    """Merge (a, b) -> c in the pieces listed at occ[e:e_end], keeping what changes in
+    thread ``t``'s own rows, so that threads can share a step (``_file_step`` adds
+    them up after).
 
     Each piece is rewritten left to right in place (read at i, write at j <= i): every
-    old adjacency that touches a site loses the piece's weight, every adjacency of the
-    result that touches c gains it, and each new pair lists the piece once. Stops
-    before a piece whose listings might not fit in ``new_pair``; returns where it
-    stopped (``counters`` gets n_pairs and the listings' count). The caller made room
-    for this step's new pairs.
+    old adjacency that touches a site loses the piece's weight (summed per pair in
+    ``dec``), every adjacency of the result that touches c gains it (a new pair: a
+    local id in ``loc``, numbered in the order found), and each new pair lists the
+    piece once (in ``ev``). The pair table is only read. Stops before a piece whose
+    listings might not fit in ``ev``; returns where it stopped.
     """
+    lc = memo[t, _LC]
+    lp = memo[t, _LP]
+    rc = memo[t, _RC]
+    rp = memo[t, _RP]
+    la = memo[t, _LA]
+    rb = memo[t, _RB]
+    lc_step = memo[t, _LC_STEP]
+    rc_step = memo[t, _RC_STEP]
+    la_step = memo[t, _LA_STEP]
+    rb_step = memo[t, _RB_STEP]
+    da = dec[t, 0]
+    db = dec[t, 1]
+    ta = touched[t, 0]
+    tb = touched[t, 1]
+    ll = loc[t, 0]
+    lr = loc[t, 1]
+    lcount = loc_c[t]
+    lnum = loc_n[t]
+    ev_pair = ev[t, 0]
+    ev_piece = ev[t, 1]
+    n_loc = cnt[t, _N_LOC]
+    n_ev = cnt[t, _N_EV]
+    d_best = cnt[t, _D_BEST]
+    n_ta = cnt[t, _N_TA]
+    n_tb = cnt[t, _N_TB]
     while e < e_end:
         # The listed pieces lie scattered over the id buffer: ask for the lengths,
         # offsets and weights of the piece 16 ahead, then for the ids of the one 8
@@ -321,7 +361,7 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
             prefetch(ids, offsets[occ[e + 8]] - off0)
         w = occ[e]
         n = plen[w]
-        if n_occ_new + n > new_pair.shape[0]:
+        if n_ev + n > ev_pair.shape[0]:
             break
         e += 1
         s = offsets[w] - off0
@@ -337,61 +377,63 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
         prev_site = False  # whether old i - 1 was part of a site
         last_new = prev_old  # new token at j - 1
         while i < n:
-            t = np.int64(ids[s + i])
-            site = t == a and i + 1 < n and ids[s + i + 1] == b
+            tok = np.int64(ids[s + i])
+            site = tok == a and i + 1 < n and ids[s + i + 1] == b
             # The old adjacency (i - 1, i) and the new one (j - 1, j), where they change.
             if i > 0 and (site or prev_site):
                 x = prev_old
-                y = t
+                y = tok
                 if y == a and site:
-                    q = left_of_a[x] if left_a_step[x] == step else -1
-                    if q == -1:
-                        q = _find(table, pl, pr, x, y)
-                        left_of_a[x] = q
-                        left_a_step[x] = step
+                    if la_step[x] != step:
+                        la_step[x] = step
+                        la[x] = _find(table, pl, pr, x, y)
+                        da[x] = 0
+                        ta[n_ta] = x
+                        n_ta += 1
+                    da[x] += wt
                 else:  # x == b: the old i - 1 ended a site
-                    q = right_of_b[y] if right_b_step[y] == step else -1
-                    if q == -1:
-                        q = _find(table, pl, pr, x, y)
-                        right_of_b[y] = q
-                        right_b_step[y] = step
-                pc[q] -= wt
+                    if rb_step[y] != step:
+                        rb_step[y] = step
+                        rb[y] = _find(table, pl, pr, x, y)
+                        db[y] = 0
+                        tb[n_tb] = y
+                        n_tb += 1
+                    db[y] += wt
             if site:
-                pc[best] -= wt
+                d_best += wt
                 nt = np.int64(c)
             else:
-                nt = t
+                nt = tok
             if j > 0 and (site or last_new == c):
-                # The new adjacency (last_new, nt) holds c; (c, c) is filed under left_of_c.
+                # The new adjacency (last_new, nt) holds c; (c, c) is filed under lc.
                 # A piece lists the pair once: the piece last listed is kept by token.
                 if nt == c:
-                    nq = left_of_c[last_new] if left_step[last_new] == step else -1
-                    listed = nq != -1 and left_piece[last_new] == w
-                    left_piece[last_new] = w
+                    nq = lc[last_new] if lc_step[last_new] == step else -1
+                    listed = nq != -1 and lp[last_new] == w
+                    lp[last_new] = w
                 else:
-                    nq = right_of_c[nt] if right_step[nt] == step else -1
-                    listed = nq != -1 and right_piece[nt] == w
-                    right_piece[nt] = w
+                    nq = rc[nt] if rc_step[nt] == step else -1
+                    listed = nq != -1 and rp[nt] == w
+                    rp[nt] = w
                 if nq == -1:
-                    nq = n_pairs
-                    n_pairs += 1
-                    pl[nq] = last_new
-                    pr[nq] = nt
-                    pc[nq] = 0
-                    seg_len[nq] = 0
+                    nq = n_loc
+                    n_loc += 1
+                    ll[nq] = last_new
+                    lr[nq] = nt
+                    lcount[nq] = 0
+                    lnum[nq] = 0
                     if nt == c:
-                        left_of_c[last_new] = nq
-                        left_step[last_new] = step
+                        lc[last_new] = nq
+                        lc_step[last_new] = step
                     else:
-                        right_of_c[nt] = nq
-                        right_step[nt] = step
-                    table[_slot(table, pl, pr, last_new, nt)] = nq
-                pc[nq] += wt
+                        rc[nt] = nq
+                        rc_step[nt] = step
+                lcount[nq] += wt
                 if not listed:
-                    seg_len[nq] += 1
-                    new_pair[n_occ_new] = nq
-                    new_piece[n_occ_new] = w
-                    n_occ_new += 1
+                    lnum[nq] += 1
+                    ev_pair[n_ev] = nq
+                    ev_piece[n_ev] = w
+                    n_ev += 1
             ids[s + j] = nt
             j += 1
             last_new = nt
@@ -400,19 +442,85 @@ def _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, b
                 prev_site = True
                 i += 2
             else:
-                prev_old = t
+                prev_old = tok
                 prev_site = False
                 i += 1
         plen[w] = j
 
-    counters[0] = n_pairs
-    counters[1] = n_occ_new
+    cnt[t, _N_LOC] = n_loc
+    cnt[t, _N_EV] = n_ev
+    cnt[t, _D_BEST] = d_best
+    cnt[t, _N_TA] = n_ta
+    cnt[t, _N_TB] = n_tb
     return e
+
+
+@njit_parallel
+def _rewrite_threads(nt, pos, end, ids, offsets, off0, plen, weights, occ, a, b, c, step, table, pl, pr,
+                     memo, dec, touched, loc, loc_c, loc_n, ev, cnt):
+    """``_rewrite_chunk`` on ``nt`` threads, thread t from pos[t] to end[t] (it moves pos[t]).
+    The threads' pieces are disjoint, and each writes only its own rows."""
+    for t in prange(nt):
+        pos[t] = _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, pos[t], end[t], a, b, c, step,
+                                table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, cnt)
+
+
+@njit
+def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec, touched, loc, loc_c, loc_n,
+               cnt, gmap):
+    """Add up the threads' rows of a step: number the new pairs (thread 0's in the order
+    it found them, then each later thread's that no earlier one found: the order one
+    thread alone finds them), put them in the table, and count them, their listings
+    (``seg_len``) and what the old pairs lost. ``gmap[t, k]`` is thread t's pair k.
+    Returns the new ``n_pairs``."""
+    for t in range(nt):
+        for k in range(cnt[t, _N_LOC]):
+            x = loc[t, 0, k]
+            y = loc[t, 1, k]
+            q = -1
+            for u in range(t):
+                if y == c:
+                    if memo[u, _LC_STEP, x] == step:
+                        q = gmap[u, memo[u, _LC, x]]
+                elif memo[u, _RC_STEP, y] == step:
+                    q = gmap[u, memo[u, _RC, y]]
+                if q != -1:
+                    break
+            if q == -1:
+                q = n_pairs
+                n_pairs += 1
+                pl[q] = x
+                pr[q] = y
+                pc[q] = 0
+                seg_len[q] = 0
+                table[_slot(table, pl, pr, x, y)] = q
+            gmap[t, k] = q
+            pc[q] += loc_c[t, k]
+            seg_len[q] += loc_n[t, k]
+        pc[best] -= cnt[t, _D_BEST]
+        for i in range(cnt[t, _N_TA]):
+            x = touched[t, 0, i]
+            pc[memo[t, _LA, x]] -= dec[t, 0, x]
+        for i in range(cnt[t, _N_TB]):
+            y = touched[t, 1, i]
+            pc[memo[t, _RB, y]] -= dec[t, 1, y]
+    return n_pairs
+
+
+@njit
+def _grow_rows(ev, size):
+    """``ev`` ([threads, 2, n]) with room for ``size`` listings a thread."""
+    out = np.empty((ev.shape[0], 2, max(size, 2 * ev.shape[2])), ev.dtype)
+    for t in range(ev.shape[0]):
+        for r in range(2):
+            for k in range(ev.shape[2]):
+                out[t, r, k] = ev[t, r, k]
+    return out
 
 
 @njit
 def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0, hot,
-                  out_left, out_right, out_count):
+                  threads, par_min, out_left, out_right, out_count):
     # Merge i goes to out_left[i], out_right[i] and out_count[i] (room for n_merges),
     # and is written before stop[1] is set past i: the caller reads merges while it runs.
     n_pieces = offsets.shape[0] - 1
@@ -511,22 +619,21 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     nc = np.int64(n_pairs)
     theta = np.int64(0x7FFFFFFFFFFFFFFF)
 
-    # Per step: the new pairs (t, c) and (c, t) made by the new token c, found by t; the
-    # old pairs (t, a) and (b, t) whose counts fall, found by t; and the pieces where the
-    # new pairs occur (grouped into segments at the end of the step).
-    left_of_c = np.empty(n_tokens_max, np.int32)
-    left_step = np.full(n_tokens_max, -1, np.int64)
-    right_of_c = np.empty(n_tokens_max, np.int32)
-    right_step = np.full(n_tokens_max, -1, np.int64)
-    left_piece = np.empty(n_tokens_max, np.int32)
-    right_piece = np.empty(n_tokens_max, np.int32)
-    left_of_a = np.empty(n_tokens_max, np.int32)
-    left_a_step = np.full(n_tokens_max, -1, np.int64)
-    right_of_b = np.empty(n_tokens_max, np.int32)
-    right_b_step = np.full(n_tokens_max, -1, np.int64)
-    new_pair = np.empty(1024, np.int32)
-    new_piece = np.empty(1024, np.int32)
-    counters = np.zeros(2, np.int64)
+    # Per step and thread (see _rewrite_chunk): the new pairs (t, c) and (c, t) made by
+    # the new token c, found by t; the old pairs (t, a) and (b, t) whose counts fall,
+    # found by t; and the pieces where the new pairs occur (grouped into segments at
+    # the end of the step). A step makes at most 2c + 1 new pairs.
+    memo = np.full((threads, _MEMO_ROWS, n_tokens_max), -1, np.int32)
+    dec = np.empty((threads, 2, n_tokens_max), np.int64)
+    touched = np.empty((threads, 2, n_tokens_max), np.int32)
+    loc = np.empty((threads, 2, 2 * n_tokens_max + 2), np.int32)
+    loc_c = np.empty((threads, 2 * n_tokens_max + 2), np.int64)
+    loc_n = np.empty((threads, 2 * n_tokens_max + 2), np.int32)
+    gmap = np.empty((threads, 2 * n_tokens_max + 2), np.int32)
+    ev = np.empty((threads, 2, max(pool0, 1)), np.int32)
+    tcnt = np.zeros((threads, 5), np.int64)
+    pos = np.empty(threads, np.int64)
+    end = np.empty(threads, np.int64)
 
     for step in range(n_merges):
         if stop[0]:  # the caller was interrupted (see _interruptible)
@@ -621,23 +728,37 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 size *= 2
             table = _rehash(size, pl, pr, pc, n_pairs)
             n_table = n_pairs
+        # Rewrite the pieces, on ``threads`` threads when they are many (each thread a
+        # run of the listings), then add up what the threads found.
         first_new = n_pairs
-        n_occ_new = np.int64(0)
         e = seg_start[best]
-        e_end = e + seg_len[best]
-        while e < e_end:
-            room = n_occ_new + plen[occ[e]]
-            if room > new_pair.shape[0]:
-                new_pair = _grow(new_pair, room)
-                new_piece = _grow(new_piece, room)
-            e = _rewrite_pieces(ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c, best, step,
-                                pl, pr, pc, seg_len, table, n_pairs,
-                                left_of_c, left_step, left_piece, right_of_c, right_step, right_piece,
-                                left_of_a, left_a_step, right_of_b, right_b_step,
-                                new_pair, new_piece, n_occ_new, counters)
-            n_table += counters[0] - n_pairs
-            n_pairs = counters[0]
-            n_occ_new = counters[1]
+        n_list = np.int64(seg_len[best])
+        nt = threads if n_list >= par_min else 1
+        for t in range(nt):
+            pos[t] = e + n_list * t // nt
+            end[t] = e + n_list * (t + 1) // nt
+            for k in range(5):
+                tcnt[t, k] = 0
+        while True:
+            if nt > 1:
+                _rewrite_threads(nt, pos, end, ids, offsets, off0, plen, weights, occ, a, b, c, step, table, pl, pr,
+                                 memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
+            else:
+                pos[0] = _rewrite_chunk(0, ids, offsets, off0, plen, weights, occ, pos[0], end[0], a, b, c, step,
+                                        table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
+            room = np.int64(0)
+            for t in range(nt):
+                if pos[t] < end[t]:
+                    room = max(room, tcnt[t, _N_EV] + plen[occ[pos[t]]])
+            if room == 0:
+                break
+            ev = _grow_rows(ev, room)
+        n_pairs = _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec, touched, loc,
+                             loc_c, loc_n, tcnt, gmap)
+        n_table += n_pairs - first_new
+        n_occ_new = np.int64(0)
+        for t in range(nt):
+            n_occ_new += tcnt[t, _N_EV]
 
         # File the step's pieces into one segment per new pair (counting sort), and
         # queue the new pairs with their final counts.
@@ -658,14 +779,16 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             seg_start[q] = used
             used += seg_len[q]
             seg_len[q] = 0
-        for k in range(n_occ_new):
-            q = new_pair[k]
-            occ[seg_start[q] + seg_len[q]] = new_piece[k]
-            seg_len[q] += 1
-        if new_pair.shape[0] > 1 << 16 and 8 * n_occ_new < new_pair.shape[0]:
+        most = np.int64(0)
+        for t in range(nt):
+            most = max(most, tcnt[t, _N_EV])
+            for k in range(tcnt[t, _N_EV]):
+                q = gmap[t, ev[t, 0, k]]
+                occ[seg_start[q] + seg_len[q]] = ev[t, 1, k]
+                seg_len[q] += 1
+        if ev.shape[2] > 1 << 16 and 8 * most < ev.shape[2]:
             # The first merges list millions of pieces, later ones few: give it back.
-            new_pair = np.empty(max(1024, 2 * n_occ_new), np.int32)
-            new_piece = np.empty(new_pair.shape[0], np.int32)
+            ev = np.empty((threads, 2, max(pool0, 2 * most)), np.int32)
         if hn + n_pairs - first_new > hc.shape[0]:
             hc = _grow(hc, hn + n_pairs - first_new)
             hp = _grow(hp, hn + n_pairs - first_new)
@@ -732,6 +855,7 @@ def learn_merges(
     max_token_bytes: int | None = None,
     on_progress: Callable[[int], None] | None = None,
     on_merges: Callable[[int, list[tuple[bytes, bytes]]], None] | None = None,
+    threads: int = 1,
 ) -> TrainResult:
     """Learn up to ``n_merges`` merges (forced ones included, and ranked first).
 
@@ -744,6 +868,8 @@ def learn_merges(
     ``on_merges(first, merges)`` gets the merges from ``first`` on, a batch at a time
     as the kernel makes them, from the calling thread, which is idle meanwhile (the train
     stage makes the model file's rows); a ``first`` of 0 after others means start over.
+    ``threads`` > 1 rewrites the pieces of a merge that touches many on that many
+    threads (Numba's ``prange``); the merges are the same on any number.
 
     >>> learn_merges(b"aaaaaaaa", [0, 8], [1], 3, max_token_bytes=4).merges
     [(b'a', b'a'), (b'aa', b'aa')]
@@ -790,6 +916,8 @@ def learn_merges(
                 raise ConfigError(f"forced merge {(a, b)!r} makes a token longer than max_token_bytes={max_token_bytes}")
     if n_merges > 2**31 - 257:
         raise ConfigError(f"{n_merges:,} merges do not fit: token ids must fit in 31 bits (lower vocab_size)")
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1:
+        raise ConfigError(f"threads must be a positive integer, got {threads!r}")
     fl, fr = _forced_ids(forced)
     # Each learned merge uses up at least one pair of adjacent bytes, so no more than
     # this many can be learned: the kernel's arrays need no room for more (a vocab_size
@@ -827,9 +955,18 @@ def learn_merges(
 
     # Merge i is written before the kernel sets stop[1] > i; one more is left as a
     # margin, and the ids taken early are checked against the final ones below.
+    threads = _parallel_claim(int(threads))
+
+    def kernel() -> int:
+        try:
+            return _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0,
+                                 _HOT, threads, _PAR_MIN, left, right, count)
+        finally:  # in the thread that ran it: a kernel left running after a Ctrl-C keeps its claim
+            if threads > 1:
+                _PARALLEL.release()
+
     n_done = int(_interruptible(
-        lambda: _learn_kernel(ids, offsets, weights, fl, fr, n_merges_run, max_token_bytes or 0, stop, _CAP0, _POOL0, _HOT,
-                              left, right, count),
+        kernel,
         stop,
         on_progress,
         None if on_merges is None else lambda: take(int(stop[1]) - 1, True),
@@ -839,6 +976,35 @@ def learn_merges(
         del merges[:], tokens[256:]  # (never seen: then the kernel's writes came late)
     take(n_done, False)
     return TrainResult(merges, count[:n_done].copy(), n_done < n_merges)
+
+
+# Numba's fallback threading layer (workqueue, where neither TBB nor OpenMP is found)
+# aborts the process when two threads start parallel kernels at once, and GNU OpenMP
+# cannot start them in a process forked from one that has: one learner at a time runs
+# on threads, none in a forked child after its parent has.
+_PARALLEL = threading.Lock()
+_parallel_used = False
+_forked_after_use = False
+
+
+def _after_fork_in_child() -> None:
+    global _forked_after_use
+    _forked_after_use = _forked_after_use or _parallel_used
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _parallel_claim(threads: int) -> int:
+    """How many threads this learner may use: ``threads`` (at most Numba's pool) if no
+    other learner in the process runs on threads, else 1. A claim of more than 1 holds
+    ``_PARALLEL`` until the kernel returns."""
+    global _parallel_used
+    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+    if threads < 2 or _forked_after_use or not _PARALLEL.acquire(blocking=False):
+        return 1
+    _parallel_used = True
+    return threads
 
 
 _WAIT_S = 0.01  # how often the waiting thread hands on_merges the merges made meanwhile
@@ -856,8 +1022,6 @@ def _interruptible(call, stop: np.ndarray, on_progress: Callable[[int], None] | 
     its next merge, so the helper thread ends too (after at most 2 s it is left to
     finish on its own: it may still be compiling).
     """
-    import threading
-
     if threading.current_thread() is not threading.main_thread() and on_progress is None and on_wait is None:
         return call()
     box: dict = {}

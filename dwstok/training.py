@@ -614,6 +614,7 @@ def train_bpe(
     han_count: int | None = None,
     version: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    threads: int = 1,
 ):
     """Train a byte-level BPE tokenizer on a small corpus, in-process.
 
@@ -624,6 +625,7 @@ def train_bpe(
     boundaries: text is split on them first, they never enter the counts, and they take
     ids ``0..k-1``. ``alpha < 1`` balances languages (needs a language per document);
     ``han_coverage`` / ``han_count`` force the most frequent Han characters in first.
+    ``threads`` > 1 learns the merges on that many threads (the same merges).
     """
     specials = list(special_tokens)
     n_merges = int(vocab_size) - len(specials) - 256
@@ -666,7 +668,7 @@ def train_bpe(
                 f"Han forcing needs {len(forced)} merges but vocab_size leaves {n_merges}: "
                 "lower han_coverage/han_count or raise vocab_size"
             )
-    result = learn_merges(data, offsets, weights, n_merges, forced=forced)
+    result = learn_merges(data, offsets, weights, n_merges, forced=forced, threads=threads)
     meta = dict(metadata or {})
     meta.setdefault("merges_learned", len(result.merges))
     meta.setdefault("stopped_early", bool(result.stopped_early))

@@ -24,7 +24,7 @@ from dwstok.errors import InputError
 
 from .config import Config
 from .count import LANG_COUNTS, PIECES, read_languages
-from .executors import Executor
+from .executors import Executor, available_cpus
 from .inputs import Inputs
 from .lineage import built_with
 from .manifest import Manifest, Staging, Timer, hash_file, read_json, up_to_date
@@ -92,6 +92,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
             max_token_bytes=config.train.max_token_bytes,
             on_progress=MergeProgress(config.n_merges, executor.progress.note),
             on_merges=builder.add,
+            # the workers asked for, on the CPUs of this process (Ray's run on other machines)
+            threads=min(executor.workers, available_cpus()),
         )
     reached = config.vocab_size - config.n_merges + len(result.merges)
     if result.stopped_early:

@@ -6,7 +6,7 @@ import random
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dwstok.errors import ConfigError, InputError
@@ -15,9 +15,9 @@ from dwstok.merge_learner import learn_merges, pieces_to_arrays
 from .brute_bpe import brute_bpe
 
 
-def run_both(pieces, weights, n_merges, forced=()):
+def run_both(pieces, weights, n_merges, forced=(), threads=1):
     data, offsets = pieces_to_arrays(pieces)
-    got = learn_merges(data, offsets, np.array(weights, np.int64), n_merges, forced=forced)
+    got = learn_merges(data, offsets, np.array(weights, np.int64), n_merges, forced=forced, threads=threads)
     want = brute_bpe(pieces, weights, n_merges, forced)
     assert got.merges == want.merges
     assert got.counts.tolist() == want.counts
@@ -103,6 +103,79 @@ def test_growth_paths_match_brute_force(name, monkeypatch):
     monkeypatch.setattr(ml, "_POOL0", 1)
     pieces, weights, n = CORPORA[name]
     run_both(pieces, weights, n)
+
+
+@pytest.fixture
+def every_step_on_threads(monkeypatch):
+    """Every merge rewrites its pieces on the threads asked for (up to 4, whatever the
+    machine's CPUs), each thread from a room of one listing, so that the threads' rows
+    grow and their new pairs are numbered across threads at every step."""
+    import numba
+
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml, "_PAR_MIN", 1)
+    monkeypatch.setattr(ml, "_POOL0", 1)
+    monkeypatch.setattr(numba.config, "NUMBA_NUM_THREADS", max(4, numba.config.NUMBA_NUM_THREADS))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("name", sorted(CORPORA))
+def test_threads_match_brute_force(name, threads, every_step_on_threads):
+    pieces, weights, n = CORPORA[name]
+    run_both(pieces, weights, n, threads=threads)
+
+
+@pytest.mark.parametrize("name", sorted(FORCED))
+def test_threads_with_forced_merges(name, every_step_on_threads):
+    pieces, weights, forced, n = FORCED[name]
+    assert run_both(pieces, weights, n, forced, threads=2).merges[: len(forced)] == forced
+
+
+def test_threads_on_a_medium_corpus_give_the_same_merges_and_counts(every_step_on_threads):
+    pieces, weights = _random_corpus(5, 3000, b"abcdefgh  ", 40)
+    data, offsets = pieces_to_arrays(pieces)
+    w = np.array(weights, np.int64)
+    one = learn_merges(data, offsets, w, 600)
+    for threads in (2, 4):
+        got = learn_merges(data, offsets, w, 600, threads=threads)
+        assert got.merges == one.merges and got.counts.tolist() == one.counts.tolist()
+
+
+def test_one_learner_at_a_time_runs_on_threads():
+    """Numba's workqueue layer aborts the process when two threads launch parallel
+    kernels at once: a second learner, while one holds the claim, runs on one thread."""
+    import dwstok.merge_learner as ml
+
+    assert ml._parallel_claim(1) == 1
+    claimed = ml._parallel_claim(2)
+    try:
+        assert claimed == min(2, ml.numba.config.NUMBA_NUM_THREADS)
+        assert ml._parallel_claim(2) == 1  # the lock is held
+        run_both(*CORPORA["medium_random"][:2], 30, threads=2)  # and still learns, on one thread
+    finally:
+        if claimed > 1:
+            ml._PARALLEL.release()
+    assert ml._parallel_claim(2) == claimed  # released after each learner
+    if claimed > 1:
+        ml._PARALLEL.release()
+
+
+def test_a_forked_child_of_a_parent_that_ran_on_threads_learns_on_one(monkeypatch):
+    """GNU OpenMP cannot start threads in a child forked after its parent did."""
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml, "_parallel_used", True)
+    monkeypatch.setattr(ml, "_forked_after_use", False)
+    ml._after_fork_in_child()
+    assert ml._forked_after_use and ml._parallel_claim(2) == 1
+    run_both(*CORPORA["medium_random"][:2], 30, threads=2)
+
+
+@pytest.mark.parametrize("threads", [0, -1, 1.5, True, "2"])
+def test_bad_thread_counts_are_refused(threads):
+    with pytest.raises(ConfigError, match="threads"):
+        learn_merges(b"abab", [0, 4], [1], 2, threads=threads)
 
 
 @pytest.mark.parametrize("hot", [1, 3])
@@ -227,6 +300,18 @@ def test_hypothesis_matches_brute_force(pieces, weights, n):
 )
 def test_hypothesis_any_bytes(pieces, weights, n):
     run_both(pieces, weights[: len(pieces)], n)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    pieces=st.lists(st.binary(min_size=1, max_size=12), max_size=12),
+    weights=st.lists(st.integers(0, 9), min_size=12, max_size=12),
+    n=st.integers(0, 30),
+    threads=st.integers(2, 4),
+)
+def test_hypothesis_threads_match_brute_force(pieces, weights, n, threads, every_step_on_threads):
+    # (the fixture sets module constants only: the same for every example)
+    run_both(pieces, weights[: len(pieces)], n, threads=threads)
 
 
 @pytest.mark.slow

@@ -76,10 +76,14 @@ def test_balanced_and_han_forced(tmp_path, small_parquet):
     assert tok.merges == ref.merges
 
 
-def test_model_identical_for_one_and_two_workers_and_up_to_date(tmp_path, small_parquet):
+def test_model_identical_for_one_and_two_workers_and_up_to_date(tmp_path, small_parquet, monkeypatch):
+    import dwstok.merge_learner as ml
+
     cfg = config(vocab_size=288 + 40)
     build(cfg, [small_parquet], tmp_path / "a", workers=1)
+    monkeypatch.setattr(ml, "_PAR_MIN", 1)  # every merge on the two workers' threads (a corpus this small has none to split)
     build(cfg, [small_parquet], tmp_path / "b", workers=2)
+    monkeypatch.undo()
     a, b = (tmp_path / d / "train" / "model.json" for d in "ab")
     assert a.read_bytes() == b.read_bytes()
     assert build(cfg, [small_parquet], tmp_path / "a").up_to_date
