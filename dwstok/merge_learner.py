@@ -20,6 +20,10 @@ language weight). Pair counts are built once, then updated locally at each merge
   upper bound of its true count: a popped entry whose count is out of date is pushed
   back with the current count, and the first up-to-date entry popped is the true
   maximum;
+- a merge whose pair is listed in many pieces (the first few thousand merges of a
+  large corpus) rewrites them on ``threads`` threads, each a run of the listings into
+  rows of its own; the rows are then added up, the new pairs numbered in the order one
+  thread finds them, so the pair ids, counts and listings are those of one thread;
 - most pairs never win (a few hundred thousand of them, against tens of thousands of
   merges), so they wait unordered in a cold list, all below the heap's threshold.
   When the heap runs out, the ``_HOT`` cold pairs with the highest counts go in and the
@@ -461,7 +465,8 @@ def _rewrite_threads(nt, pos, end, ids, offsets, off0, plen, weights, occ, a, b,
     """``_rewrite_chunk`` on ``nt`` threads, thread t from pos[t] to end[t] (it moves pos[t]).
     The threads' pieces are disjoint, and each writes only its own rows."""
     for t in prange(nt):
-        pos[t] = _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, pos[t], end[t], a, b, c, step,
+        # (t as int64, as the one-thread call passes it: one compile of _rewrite_chunk)
+        pos[t] = _rewrite_chunk(np.int64(t), ids, offsets, off0, plen, weights, occ, pos[t], end[t], a, b, c, step,
                                 table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, cnt)
 
 
@@ -734,6 +739,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         e = seg_start[best]
         n_list = np.int64(seg_len[best])
         nt = threads if n_list >= par_min else 1
+        stop[2] = nt > 1
         for t in range(nt):
             pos[t] = e + n_list * t // nt
             end[t] = e + n_list * (t + 1) // nt
@@ -744,8 +750,8 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 _rewrite_threads(nt, pos, end, ids, offsets, off0, plen, weights, occ, a, b, c, step, table, pl, pr,
                                  memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
             else:
-                pos[0] = _rewrite_chunk(0, ids, offsets, off0, plen, weights, occ, pos[0], end[0], a, b, c, step,
-                                        table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
+                pos[0] = _rewrite_chunk(np.int64(0), ids, offsets, off0, plen, weights, occ, pos[0], end[0], a, b, c,
+                                        step, table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
             room = np.int64(0)
             for t in range(nt):
                 if pos[t] < end[t]:
@@ -926,7 +932,8 @@ def learn_merges(
     room = len(forced) + int(np.maximum(lengths - 1, 0)[weights > 0].sum()) if n_pieces else len(forced)
     del lengths
     n_merges_run = min(n_merges, room)
-    stop = np.zeros(2, np.int64)  # [0]: set to stop the kernel; [1]: merges it has done
+    # [0]: set to stop the kernel; [1]: merges it has done; [2]: 1 while its steps run on threads
+    stop = np.zeros(3, np.int64)
     # The kernel rewrites the pieces as token ids in place: 2 bytes a byte while ids fit.
     ids_dtype = np.uint16 if 256 + n_merges_run <= 1 << 16 else np.int32
     ids = data[offsets[0] : offsets[-1]].astype(ids_dtype) if n_pieces else np.zeros(0, ids_dtype)
@@ -969,7 +976,8 @@ def learn_merges(
         kernel,
         stop,
         on_progress,
-        None if on_merges is None else lambda: take(int(stop[1]) - 1, True),
+        # (not while the kernel's steps run on threads: they would wait for this one's CPU)
+        None if on_merges is None else lambda: stop[2] or take(int(stop[1]) - 1, True),
     ))
     seen = len(read[0])
     if seen and not (np.array_equal(left[:seen], read[0]) and np.array_equal(right[:seen], read[1])):

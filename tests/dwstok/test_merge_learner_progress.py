@@ -61,7 +61,7 @@ def test_a_merge_read_before_the_kernel_settled_it_is_read_again(monkeypatch):
 
     batches = []
 
-    def kernel(ids, offsets, weights, fl, fr, n, max_len, stop, cap0, pool0, hot, left, right, count):
+    def kernel(ids, offsets, weights, fl, fr, n, max_len, stop, cap0, pool0, hot, threads, par_min, left, right, count):
         left[:3], right[:3] = [97, 98, 97], [98, 99, 99]
         left[0] = 120  # wrong, for now
         stop[1] = 3

@@ -81,7 +81,8 @@ def test_model_identical_for_one_and_two_workers_and_up_to_date(tmp_path, small_
 
     cfg = config(vocab_size=288 + 40)
     build(cfg, [small_parquet], tmp_path / "a", workers=1)
-    monkeypatch.setattr(ml, "_PAR_MIN", 1)  # every merge on the two workers' threads (a corpus this small has none to split)
+    # every merge on the two workers' threads (a corpus this small has none to split)
+    monkeypatch.setattr(ml, "_PAR_MIN", 1)
     build(cfg, [small_parquet], tmp_path / "b", workers=2)
     monkeypatch.undo()
     a, b = (tmp_path / d / "train" / "model.json" for d in "ab")
