@@ -161,6 +161,40 @@ def test_one_learner_at_a_time_runs_on_threads():
         ml._PARALLEL.release()
 
 
+_TWO_AT_ONCE = """
+import threading, numpy as np
+import dwstok.merge_learner as ml
+ml._PAR_MIN = 1
+rng = np.random.default_rng(3)
+pieces = [bytes(rng.choice(list(b"abcdef "), rng.integers(1, 30))) for _ in range(2000)]
+data, offsets = ml.pieces_to_arrays(pieces)
+w = rng.integers(1, 40, len(pieces))
+want = ml.learn_merges(data, offsets, w, 300).merges
+out = []
+def run():
+    for _ in range(5):
+        out.append(ml.learn_merges(data, offsets, w, 300, threads=2).merges == want)
+ts = [threading.Thread(target=run) for _ in range(2)]
+[t.start() for t in ts]
+[t.join() for t in ts]
+print(sum(out), len(out))
+"""
+
+
+@pytest.mark.parametrize("layer", ["workqueue", "default"])
+def test_two_learners_at_once_in_one_process(layer):
+    """Under Numba's workqueue layer, two threads launching parallel kernels at once
+    abort the process: two learners in two threads must not (and learn the same)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_THREADING_LAYER=layer)
+    r = subprocess.run([sys.executable, "-c", _TWO_AT_ONCE], env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["10", "10"]
+
+
 def test_a_forked_child_of_a_parent_that_ran_on_threads_learns_on_one(monkeypatch):
     """GNU OpenMP cannot start threads in a child forked after its parent did."""
     import dwstok.merge_learner as ml
