@@ -71,6 +71,9 @@ _POOL0 = 1024
 _HOT = 4096
 # A step whose pair is listed in at least this many pieces rewrites them on all threads.
 _PAR_MIN = 4096
+# Each thread has rows of its own, 112 bytes a token (3.7 MB at a vocabulary of 32k,
+# 22 MB at 200k), so the threads are capped. Not measured beyond 2 CPUs.
+_MAX_THREADS = 8
 
 
 class TrainResult(NamedTuple):
@@ -1004,11 +1007,11 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _parallel_claim(threads: int) -> int:
-    """How many threads this learner may use: ``threads`` (at most Numba's pool) if no
-    other learner in the process runs on threads, else 1. A claim of more than 1 holds
-    ``_PARALLEL`` until the kernel returns."""
+    """How many threads this learner may use: ``threads`` (at most Numba's pool and
+    ``_MAX_THREADS``) if no other learner in the process runs on threads, else 1. A
+    claim of more than 1 holds ``_PARALLEL`` until the kernel returns."""
     global _parallel_used
-    threads = min(threads, numba.config.NUMBA_NUM_THREADS)
+    threads = min(threads, numba.config.NUMBA_NUM_THREADS, _MAX_THREADS)
     if threads < 2 or _forked_after_use or not _PARALLEL.acquire(blocking=False):
         return 1
     _parallel_used = True
