@@ -195,6 +195,15 @@ def test_two_learners_at_once_in_one_process(layer):
     assert r.stdout.split() == ["10", "10"]
 
 
+def test_the_threads_are_capped(monkeypatch):
+    import dwstok.merge_learner as ml
+
+    monkeypatch.setattr(ml.numba.config, "NUMBA_NUM_THREADS", 64)
+    claimed = ml._parallel_claim(64)
+    ml._PARALLEL.release()
+    assert claimed == ml._MAX_THREADS
+
+
 def test_a_forked_child_of_a_parent_that_ran_on_threads_learns_on_one(monkeypatch):
     """GNU OpenMP cannot start threads in a child forked after its parent did."""
     import dwstok.merge_learner as ml
