@@ -308,7 +308,8 @@ def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best
 
 # Rows of a thread's ``memo`` (by token): the new pair (x, c) of this step (a local id)
 # and the piece that last listed it; (c, y) and its piece; the old pairs (x, a) and
-# (b, y) whose counts fall; then the step each of those four was set in.
+# (b, y) whose counts fall; then the step each of those four was set in. (x, a) and
+# (b, y), their steps, and their counts in ``cnt``, are adjacent: sides 0 and 1 of one slice.
 _LC, _LP, _RC, _RP, _LA, _RB, _LC_STEP, _RC_STEP, _LA_STEP, _RB_STEP = range(10)
 _MEMO_ROWS = 10
 # A thread's ``cnt``: its new pairs, its listings, what best lost, and how many tokens
@@ -334,16 +335,13 @@ def _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c,
     lp = memo[t, _LP]
     rc = memo[t, _RC]
     rp = memo[t, _RP]
-    la = memo[t, _LA]
-    rb = memo[t, _RB]
     lc_step = memo[t, _LC_STEP]
     rc_step = memo[t, _RC_STEP]
-    la_step = memo[t, _LA_STEP]
-    rb_step = memo[t, _RB_STEP]
-    da = dec[t, 0]
-    db = dec[t, 1]
-    ta = touched[t, 0]
-    tb = touched[t, 1]
+    old_pair = memo[t, _LA : _RB + 1]  # by side: (x, a) by x, (b, y) by y
+    old_step = memo[t, _LA_STEP : _RB_STEP + 1]
+    lost = dec[t]
+    touched_t = touched[t]
+    n_touched = cnt[t, _N_TA : _N_TB + 1]
     ll = loc[t, 0]
     lr = loc[t, 1]
     lcount = loc_c[t]
@@ -353,8 +351,6 @@ def _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c,
     n_loc = cnt[t, _N_LOC]
     n_ev = cnt[t, _N_EV]
     d_best = cnt[t, _D_BEST]
-    n_ta = cnt[t, _N_TA]
-    n_tb = cnt[t, _N_TB]
     while e < e_end:
         # The listed pieces lie scattered over the id buffer: ask for the lengths,
         # offsets and weights of the piece 16 ahead, then for the ids of the one 8
@@ -390,22 +386,16 @@ def _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c,
             if i > 0 and (site or prev_site):
                 x = prev_old
                 y = tok
-                if y == a and site:
-                    if la_step[x] != step:
-                        la_step[x] = step
-                        la[x] = _find(table, pl, pr, x, y)
-                        da[x] = 0
-                        ta[n_ta] = x
-                        n_ta += 1
-                    da[x] += wt
-                else:  # x == b: the old i - 1 ended a site
-                    if rb_step[y] != step:
-                        rb_step[y] = step
-                        rb[y] = _find(table, pl, pr, x, y)
-                        db[y] = 0
-                        tb[n_tb] = y
-                        n_tb += 1
-                    db[y] += wt
+                # (x, a) is kept by x, on side 0; else x == b (the old i - 1 ended a
+                # site) and (b, y) is kept by y, on side 1
+                side, k = (0, x) if y == a and site else (1, y)
+                if old_step[side, k] != step:
+                    old_step[side, k] = step
+                    old_pair[side, k] = _find(table, pl, pr, x, y)
+                    lost[side, k] = 0
+                    touched_t[side, n_touched[side]] = k
+                    n_touched[side] += 1
+                lost[side, k] += wt
             if site:
                 d_best += wt
                 nt = np.int64(c)
@@ -457,8 +447,6 @@ def _rewrite_chunk(t, ids, offsets, off0, plen, weights, occ, e, e_end, a, b, c,
     cnt[t, _N_LOC] = n_loc
     cnt[t, _N_EV] = n_ev
     cnt[t, _D_BEST] = d_best
-    cnt[t, _N_TA] = n_ta
-    cnt[t, _N_TB] = n_tb
     return e
 
 
@@ -506,12 +494,10 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec
             pc[q] += loc_c[t, k]
             seg_len[q] += loc_n[t, k]
         pc[best] -= cnt[t, _D_BEST]
-        for i in range(cnt[t, _N_TA]):
-            x = touched[t, 0, i]
-            pc[memo[t, _LA, x]] -= dec[t, 0, x]
-        for i in range(cnt[t, _N_TB]):
-            y = touched[t, 1, i]
-            pc[memo[t, _RB, y]] -= dec[t, 1, y]
+        for side in range(2):
+            for i in range(cnt[t, _N_TA + side]):
+                k = touched[t, side, i]
+                pc[memo[t, _LA + side, k]] -= dec[t, side, k]
     return n_pairs
 
 
