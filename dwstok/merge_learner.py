@@ -315,18 +315,19 @@ _MEMO_ROWS = 10
 # A thread's ``cnt``: its new pairs, its listings, what best lost, and how many tokens
 # it has in its two ``touched`` rows.
 _N_LOC, _N_EV, _D_BEST, _N_TA, _N_TB = range(5)
+_CNT_COLS = 5
 
 
 @njit
 def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
-                   memo, dec, touched, loc, loc_c, loc_n, ev, cnt):
+                   memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
     """Merge (a, b) -> c in the pieces listed at occ[e:e_end], keeping what changes in
     thread ``t``'s own rows, so that threads can share a step (``_file_step`` adds
     them up after).
 
     Each piece is rewritten left to right in place (read at i, write at j <= i): every
     old adjacency that touches a site loses the piece's weight (summed per pair in
-    ``dec``), every adjacency of the result that touches c gains it (a new pair: a
+    ``lost``), every adjacency of the result that touches c gains it (a new pair: a
     local id in ``loc``, numbered in the order found), and each new pair lists the
     piece once (in ``ev``). The pair table is only read. Stops before a piece whose
     listings might not fit in ``ev``; returns where it stopped.
@@ -339,7 +340,7 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
     rc_step = memo[t, _RC_STEP]
     old_pair = memo[t, _LA : _RB + 1]  # by side: (x, a) by x, (b, y) by y
     old_step = memo[t, _LA_STEP : _RB_STEP + 1]
-    lost = dec[t]
+    lost_t = lost[t]
     touched_t = touched[t]
     n_touched = cnt[t, _N_TA : _N_TB + 1]
     ll = loc[t, 0]
@@ -389,10 +390,10 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
                 if old_step[side, k] != step:
                     old_step[side, k] = step
                     old_pair[side, k] = _find(table, pl, pr, x, y)
-                    lost[side, k] = 0
+                    lost_t[side, k] = 0
                     touched_t[side, n_touched[side]] = k
                     n_touched[side] += 1
-                lost[side, k] += wt
+                lost_t[side, k] += wt
             if site:
                 d_best += wt
                 nt = np.int64(c)
@@ -449,17 +450,17 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
 
 @njit_parallel
 def _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step, table, pl, pr,
-                     memo, dec, touched, loc, loc_c, loc_n, ev, cnt):
+                     memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
     """``_rewrite_chunk`` on ``nt`` threads, thread t from pos[t] to end[t] (it moves pos[t]).
     The threads' pieces are disjoint, and each writes only its own rows."""
     for t in prange(nt):
         # (t as int64, as the one-thread call passes it: one compile of _rewrite_chunk)
         pos[t] = _rewrite_chunk(np.int64(t), ids, piece, occ, pos[t], end[t], a, b, c, step,
-                                table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, cnt)
+                                table, pl, pr, memo, lost, touched, loc, loc_c, loc_n, ev, cnt)
 
 
 @njit
-def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec, touched, loc, loc_c, loc_n,
+def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, lost, touched, loc, loc_c, loc_n,
                cnt, gmap):
     """Add up the threads' rows of a step: number the new pairs (thread 0's in the order
     it found them, then each later thread's that no earlier one found: the order one
@@ -494,7 +495,7 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec
         for side in range(2):
             for i in range(cnt[t, _N_TA + side]):
                 k = touched[t, side, i]
-                pc[memo[t, _LA + side, k]] -= dec[t, side, k]
+                pc[memo[t, _LA + side, k]] -= lost[t, side, k]
     return n_pairs
 
 
@@ -616,19 +617,19 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     nc = np.int64(n_pairs)
     theta = np.int64(0x7FFFFFFFFFFFFFFF)
 
-    # Per step and thread (see _rewrite_chunk): the new pairs (t, c) and (c, t) made by
-    # the new token c, found by t; the old pairs (t, a) and (b, t) whose counts fall,
-    # found by t; and the pieces where the new pairs occur (grouped into segments at
-    # the end of the step). A step makes at most 2c + 1 new pairs.
+    # Per step and thread (see _rewrite_chunk): the new pairs (x, c) and (c, y) made by
+    # the new token c, found by x or y; the old pairs (x, a) and (b, y) whose counts
+    # fall, found the same way; and the pieces where the new pairs occur (grouped into
+    # segments at the end of the step). A step makes at most 2c + 1 new pairs.
     memo = np.full((threads, _MEMO_ROWS, n_tokens_max), -1, np.int32)
-    dec = np.empty((threads, 2, n_tokens_max), np.int64)
+    lost = np.empty((threads, 2, n_tokens_max), np.int64)
     touched = np.empty((threads, 2, n_tokens_max), np.int32)
     loc = np.empty((threads, 2, 2 * n_tokens_max + 2), np.int32)
     loc_c = np.empty((threads, 2 * n_tokens_max + 2), np.int64)
     loc_n = np.empty((threads, 2 * n_tokens_max + 2), np.int32)
     gmap = np.empty((threads, 2 * n_tokens_max + 2), np.int32)
     ev = np.empty((threads, 2, max(pool0, 1)), np.int32)
-    tcnt = np.zeros((threads, 5), np.int64)
+    tcnt = np.zeros((threads, _CNT_COLS), np.int64)
     pos = np.empty(threads, np.int64)
     end = np.empty(threads, np.int64)
 
@@ -735,15 +736,15 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         for t in range(nt):
             pos[t] = e + n_list * t // nt
             end[t] = e + n_list * (t + 1) // nt
-            for k in range(5):
+            for k in range(_CNT_COLS):
                 tcnt[t, k] = 0
         while True:
             if nt > 1:
                 _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step, table, pl, pr,
-                                 memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
+                                 memo, lost, touched, loc, loc_c, loc_n, ev, tcnt)
             else:
                 pos[0] = _rewrite_chunk(np.int64(0), ids, piece, occ, pos[0], end[0], a, b, c,
-                                        step, table, pl, pr, memo, dec, touched, loc, loc_c, loc_n, ev, tcnt)
+                                        step, table, pl, pr, memo, lost, touched, loc, loc_c, loc_n, ev, tcnt)
             room = np.int64(0)
             for t in range(nt):
                 if pos[t] < end[t]:
@@ -751,7 +752,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             if room == 0:
                 break
             ev = _grow_rows(ev, room)
-        n_pairs = _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, dec, touched, loc,
+        n_pairs = _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, lost, touched, loc,
                              loc_c, loc_n, tcnt, gmap)
         n_table += n_pairs - first_new
         n_occ_new = np.int64(0)
