@@ -14,6 +14,11 @@ ints (6.4 MB for 200k) do not stay in the CPU's caches: each count written is a 
 line fetched and dirtied. Immortal ints are never freed: there is one set per process,
 as many as the largest vocabulary used, shared by every tokenizer.
 
+The lists of ids it makes are not tracked by the cyclic garbage collector (they hold
+only ints, which cannot form a cycle; CPython untracks tuples and dicts of atomic
+values for the same reason): a collection would visit every id of every young list.
+A cycle made later through one of them is freed only once broken.
+
 ``to_lists`` makes a batch's list of lists the same way in one call (each list from
 ``PyList_New``, called by address), rather than slicing one flat list.
 
@@ -155,17 +160,20 @@ def _set_counts(addresses, count):
 @numba.njit(cache=True, nogil=False)
 def _fill_lists(c_api, ids, doc, addresses):
     """A new list of lists, list d holding ids[doc[d]:doc[d+1]], as the address of a new
-    reference, or 0 (an id out of range, or no memory). ``c_api``: the addresses of
-    PyList_New, Py_DecRef and PyErr_Clear.
+    reference, or 0 (an id out of range, or no memory). ``c_api``: ``_C_API``.
 
     Each list is made by PyList_New and filled here: no flat list to slice, which had
-    counted every reference twice more."""
+    counted every reference twice more.
+
+    Each list of ids is left out of the cyclic garbage collector (PyObject_GC_UnTrack):
+    see :func:`_untracked_list`. The outer list stays tracked.
+    """
     n = addresses.size
     for i in range(ids.size):
         if ids[i] < 0 or ids[i] >= n:
             return np.uint64(0)
-    new, decref, clear = c_api[0], c_api[1], c_api[2]
     n_docs = doc.size - 1
+    new, decref, clear, untrack = c_api[0], c_api[1], c_api[2], c_api[5]
     outer = _call_n(new, n_docs)
     if outer == 0:
         _call_0(clear)
@@ -174,7 +182,7 @@ def _fill_lists(c_api, ids, doc, addresses):
     for d in range(n_docs):
         b0 = doc[d]
         m = doc[d + 1] - b0
-        inner = _call_n(new, m)
+        inner = _untracked_list(new, untrack, m)
         if inner == 0:  # free what was made (NULL slots are skipped), report no memory
             _call_0(clear)
             _call_p(decref, outer)
@@ -183,6 +191,24 @@ def _fill_lists(c_api, ids, doc, addresses):
         if m > 0:
             _fill(_word(inner + _OB_ITEM), ids[b0 : b0 + m], addresses)
     return outer
+
+
+@numba.njit(cache=True, nogil=False)
+def _untracked_list(new, untrack, n):
+    """A new list of ``n`` empty slots (PyList_New) that the cyclic garbage collector
+    does not track, or 0 (no memory; the error is set).
+
+    Why: it holds only ints, which cannot form a cycle, as CPython reasons for the tuples
+    and dicts of atomic values that it untracks. Tracked, every 700 new lists started a
+    collection of the youngest objects, which visited every item of them (an int object
+    each, an indirect call a visit): that tripled the time of a batch's lists
+    (bench/results/session26-lists-gc-20261204.md). The cost: a cycle made later through
+    such a list (a list of ids appended to itself) is not collected until it is broken.
+    """
+    lst = _call_n(new, n)
+    if lst != 0:
+        _call_p(untrack, lst)
+    return lst
 
 
 @numba.njit(cache=True, nogil=True)
@@ -206,7 +232,7 @@ def list_into(box, ids, n, table):
             return
     api = table[m:]
     state = _call_e(api[3])
-    lst = _call_n(api[0], n)
+    lst = _untracked_list(api[0], api[5], n)
     if lst == 0:
         _call_0(api[2])
     else:
@@ -224,14 +250,18 @@ def list_into(box, ids, n, table):
 # other code in the process may set).
 _list_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_ssize_t)(("PyList_New", ctypes.pythonapi))
 _decref = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)(("Py_DecRef", ctypes.pythonapi))
-_C_API = np.array(  # PyList_New, Py_DecRef, PyErr_Clear, PyGILState_Ensure, PyGILState_Release
+_untrack = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("PyObject_GC_UnTrack", ctypes.pythonapi))
+_C_API = np.array(  # PyList_New, Py_DecRef, PyErr_Clear, PyGILState_Ensure, PyGILState_Release, PyObject_GC_UnTrack
     [
         ctypes.cast(f, ctypes.c_void_p).value
-        for f in (_list_new, _decref, ctypes.pythonapi.PyErr_Clear, ctypes.pythonapi.PyGILState_Ensure, ctypes.pythonapi.PyGILState_Release)
+        for f in (
+            _list_new, _decref, ctypes.pythonapi.PyErr_Clear, ctypes.pythonapi.PyGILState_Ensure,
+            ctypes.pythonapi.PyGILState_Release, ctypes.pythonapi.PyObject_GC_UnTrack,
+        )
     ],
     np.uint64,
 )
-_N_API = 5
+_N_API = 6
 
 
 def _take_object(address: int):
@@ -313,6 +343,7 @@ class IdLists:
         out = _list_new(ids.size)  # items NULL until filled; not seen by anyone before that
         if _fill(_items_address(out), ids, self._addresses) != ids.size:
             return ids.tolist()  # an id out of range: freeing `out` skips its NULL items
+        _untrack(out)  # as the kernels' lists (_untracked_list)
         return out
 
     def to_lists(self, ids: np.ndarray, doc: np.ndarray) -> list[list[int]]:

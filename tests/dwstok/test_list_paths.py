@@ -175,3 +175,16 @@ def test_range_edges_cover_every_document_once(monkeypatch, threads):
     n_docs = offsets.size - 1
     assert edges[0] == 0 and edges[-1] == n_docs and all(a < b for a, b in zip(edges, edges[1:]))
     assert (len(edges) == 2) == (threads == 1)
+
+
+def test_lists_of_ids_are_left_out_of_the_cyclic_collector(tok):
+    # encode's list (made in the kernel), encode with specials (to_list) and encode_batch's
+    # lists: all hold only ints, so the collector does not track them (dwstok.pylist)
+    import gc
+
+    text = " abba\n\n" * 300
+    assert not gc.is_tracked(tok.encode(text))
+    assert not gc.is_tracked(tok.encode(text + "<x>", allowed_special="all"))
+    batch = tok.encode_batch([text, "ab", text], num_threads=2)
+    assert gc.is_tracked(batch) and not any(map(gc.is_tracked, batch))
+    assert batch == [tok.encode(t) for t in (text, "ab", text)]

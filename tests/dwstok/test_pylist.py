@@ -3,6 +3,7 @@
 import gc
 import sys
 import threading
+import weakref
 
 import numpy as np
 import pytest
@@ -106,6 +107,30 @@ def test_lists_of_documents_equal_slices_of_tolist(sizes):
         assert got[next(i for i, d in enumerate(got) if d)][0] is pylist._INTS[int(ids[0])]
     del got
     assert pylist._is_immortal(pylist._INTS[12_345])
+
+
+def test_lists_of_ids_are_not_tracked_and_cycles_through_the_batch_still_collect():
+    # A collection visits every item of the young tracked lists: 5,000 lists of ids
+    # would start 7 collections, each visiting thousands of ids. The lists of ids hold
+    # only ints and are left out; the batch's outer list stays tracked.
+    lists = IdLists(1000)
+    doc = np.arange(0, 5001 * 3, 3, dtype=np.int64)
+    ids = (np.arange(doc[-1]) % 1000).astype(np.uint32)
+    got = lists.to_lists(ids, doc)
+    assert len(got) == 5000 and got[4999] == ids[-3:].tolist()
+    assert gc.is_tracked(got) and not any(map(gc.is_tracked, got))
+    assert not gc.is_tracked(lists.to_list(ids[:FILL_FROM]))
+    # a cycle through the outer list is collected, the lists of ids with it
+    marker = _Marker()
+    gone = weakref.ref(marker)
+    got.append([got, marker])
+    del got, marker
+    gc.collect()
+    assert gone() is None
+
+
+class _Marker:
+    pass
 
 
 def test_lists_of_documents_with_an_id_out_of_range_raise():
