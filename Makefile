@@ -74,6 +74,7 @@ build: setup-runtime
 
 bench: $(VENV)/.bench
 	$(PY) bench/encode.py
+	$(PY) bench/batch_lists.py
 	$(PY) bench/train.py
 	$(PY) bench/pipeline.py
 
