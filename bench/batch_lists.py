@@ -39,13 +39,15 @@ def _cases(tok, ft, threads: int):
 
 def worker(sample: Path, threads: int, repeats: int) -> dict:
     """Run every case in this process; return medians in seconds, and the ids made."""
+    # (as bench/encode.py: fastokens' own pool reads FASTOKENS_BPE_THREADS, before its import)
+    for var in ("RAYON_NUM_THREADS", "FASTOKENS_BPE_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = str(threads)
     import fastokens
     import numpy as np
 
     from dwstok import Tokenizer
 
     _pin(threads)
-    os.environ["RAYON_NUM_THREADS"] = str(threads)
     warm, groups = read_sample(sample)
     texts = [t for g in groups.values() for t in g]
     tok = Tokenizer.from_tiktoken(RANKS, pattern="o200k", special_tokens=_specials(RANKS))
