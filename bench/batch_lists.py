@@ -45,6 +45,7 @@ def worker(sample: Path, threads: int, repeats: int) -> dict:
     import fastokens
     import numpy as np
 
+    import dwstok
     from dwstok import Tokenizer
 
     _pin(threads)
@@ -66,8 +67,6 @@ def worker(sample: Path, threads: int, repeats: int) -> dict:
             out = run(fresh)
             times[name].append(time.perf_counter() - t0)
             del out
-    import dwstok
-
     return {
         "dwstok": str(Path(dwstok.__file__).parent.parent),
         "docs": len(texts), "bytes": sum(len(t.encode()) for t in texts), "ids": sum(map(len, want)),
