@@ -7,9 +7,15 @@ Tokenizer encodes through HF tokenizers (the same ids: see hf_bridge.py) while o
 cache, then switches to the kernels. ``DWSTOK_COMPILE=foreground`` turns this off:
 the first call compiles what it needs, in the calling process.
 
-The cache folder holds two files of ours: ``kernels.ready`` (written last by a warm run
-that succeeded; it names the sources, Numba and the CPU the kernels were compiled for)
-and ``kernels.lock`` (held by the warm run while it compiles).
+The cache folder holds three files of ours: ``kernels.ready`` (written last by a warm
+run that succeeded; it names the sources, Numba and the CPU the kernels were compiled
+for), ``learner.ready`` (the same, written once the merge learner is compiled, which a
+warm run does first) and ``kernels.lock`` (held by the warm run while it compiles).
+
+A build on a cold cache starts the background compile at its first stage, pretokenize
+(:func:`start_early`), so that the merge learner, the longest kernel to compile, compiles
+there while the build's own process compiles the scanner; the train stage then waits for
+it (:func:`wait_for_learner`) instead of compiling it a second time.
 
 >>> state() in ("ready", "compiling", "cold")  # doctest: +SKIP
 True
@@ -81,22 +87,40 @@ def _paths() -> tuple[Path, Path] | None:
     return None if d is None else (d / "kernels.ready", d / "kernels.lock")
 
 
+def _learner_mark() -> Path | None:
+    d = cache_dir()
+    return None if d is None else d / "learner.ready"
+
+
+def _write_mark(path: Path | None) -> None:
+    if path is None:
+        return
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(_mark_text())
+    os.replace(tmp, path)
+
+
+def _is_marked(path: Path | None) -> bool:
+    try:
+        return path is not None and path.read_text() == _mark_text()
+    except OSError:
+        return False
+
+
 def mark_ready() -> None:
     """Say the kernels are compiled (a warm run calls this last)."""
     p = _paths()
-    if p is None:
-        return
-    tmp = p[0].with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(_mark_text())
-    os.replace(tmp, p[0])
+    _write_mark(None if p is None else p[0])
+
+
+def mark_learner_ready() -> None:
+    """Say the merge learner is compiled (a warm run calls this after compiling it first)."""
+    _write_mark(_learner_mark())
 
 
 def _marked() -> bool:
     p = _paths()
-    try:
-        return p is not None and p[0].read_text() == _mark_text()
-    except OSError:
-        return False
+    return _is_marked(None if p is None else p[0])
 
 
 def state() -> str:
@@ -154,6 +178,36 @@ def usable() -> bool:
                       "compiling kernels in this process", file=sys.stderr, flush=True)
                 _ready = True
         return _ready
+
+
+def start_early() -> None:
+    """At the start of a run that will need the kernels: on a cold cache, start the
+    background compile now (as :func:`usable` does) rather than when a later stage first
+    encodes, so that the merge learner compiles there while this process compiles what
+    its first stages need. Nothing if the kernels are ready, or in foreground mode."""
+    usable()
+
+
+def wait_for_learner() -> None:
+    """Before the merge learner first runs: if a background compile is at work and has
+    not compiled the learner yet (it does that first), wait for it, then the learner
+    loads from the cache; compiling it here as well would take as long and share the
+    CPUs with it. Return at once when the learner is compiled, when no background
+    compile is at work (this process then compiles it), or in foreground mode."""
+    import numba
+
+    if numba.config.DISABLE_JIT or mode() == "foreground" or _paths() is None:
+        return
+    said = False
+    while not (_is_marked(_learner_mark()) or _marked()):
+        mine = _spawned is not None and _spawned_by == os.getpid() and _spawned.poll() is None
+        if state() != "compiling" and not mine:
+            return  # no compile at work (or it ended): this process compiles the learner
+        if not said:
+            print("dwstok: waiting for the merge learner's kernel, which compiles in the background "
+                  "(once per install)", file=sys.stderr, flush=True)
+            said = True
+        time.sleep(0.05)
 
 
 def compile_here() -> None:

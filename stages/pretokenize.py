@@ -30,6 +30,7 @@ import numpy as np
 import regex
 
 import dwstok
+from dwstok import kernel_cache
 from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.errors import InputError
 from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
@@ -89,6 +90,8 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     done = up_to_date(out_dir, STAGE, config_hash, inputs_hash)
     if done:
         return done
+    # On a cold kernel cache, the merge learner compiles in the background meanwhile
+    kernel_cache.start_early()
     # Built next to the previous result, swapped in only once complete.
     staging = Staging(out_dir, STAGE, config_hash, reuse_parts=True)
 

@@ -82,6 +82,9 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     )
     # The model's rows are made as the merges come, while the learner runs on another CPU.
     builder = ModelBuilder(config.special_tokens)
+    from dwstok import kernel_cache
+
+    kernel_cache.wait_for_learner()  # started by an earlier stage on a cold cache, it compiles the learner first
     with Timer() as t_learn:
         result = learn_merges(
             data,

@@ -336,3 +336,76 @@ def test_a_background_run_does_not_step_aside_for_a_probe_of_the_lock(tmp_path):
     # A parent waiting for its background run looks at the lock every 50 ms; a run that
     # met one of those looks had given up, and the parent found the cache still cold.
     assert _state_after(PROBED, tmp_path) == "ready"
+
+
+LEARNER_WAIT = """
+import subprocess, sys, time
+from dwstok import kernel_cache as k
+print(k.state())
+k.wait_for_learner()  # nobody compiles: at once (this process would compile it)
+lock = k._paths()[1]
+lock.parent.mkdir(parents=True, exist_ok=True)
+holder = subprocess.Popen([sys.executable, "-c",
+    "import time\\nfrom filelock import FileLock\\nfrom dwstok import kernel_cache as k\\n"
+    f"with FileLock({str(lock)!r}):\\n    print('held', flush=True)\\n    time.sleep(1)\\n"
+    "    k.mark_learner_ready()\\n    time.sleep(2)\\n"],
+    stdout=subprocess.PIPE, text=True)
+assert holder.stdout.readline().strip() == "held"
+t0 = time.monotonic()
+k.wait_for_learner()
+print(round(time.monotonic() - t0), k.state())  # after the learner, before the whole compile
+holder.wait()
+"""
+
+
+def test_the_train_stage_waits_for_the_learner_alone(tmp_path):
+    out = _state_after_full(LEARNER_WAIT, tmp_path)
+    assert out.stdout.splitlines() == ["cold", "1 compiling"]
+    assert out.stderr.count("waiting for the merge learner's kernel") == 1
+
+
+LEARNER_GONE = """
+import os, signal, subprocess, sys, time
+from dwstok import kernel_cache as k
+lock = k._paths()[1]
+lock.parent.mkdir(parents=True, exist_ok=True)
+(lock.parent / "learner.ready").write_text("sources of another install\\n")  # stale: not this one's
+holder = subprocess.Popen([sys.executable, "-c",
+    f"import time\\nfrom filelock import FileLock\\nwith FileLock({str(lock)!r}):\\n"
+    "    print('held', flush=True)\\n    time.sleep(60)\\n"],
+    stdout=subprocess.PIPE, text=True)
+assert holder.stdout.readline().strip() == "held"
+def kill():
+    time.sleep(1)
+    os.kill(holder.pid, signal.SIGKILL)
+import threading
+threading.Thread(target=kill).start()
+t0 = time.monotonic()
+k.wait_for_learner()  # the compile dies without the learner: this process compiles it
+print(round(time.monotonic() - t0), k.state())
+"""
+
+
+def test_a_learner_wait_ends_when_the_background_compile_dies(tmp_path):
+    out = _state_after_full(LEARNER_GONE, tmp_path)
+    assert out.stdout.splitlines() == ["1 cold"]
+
+
+def test_foreground_mode_never_waits_for_the_learner(tmp_path):
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    code = (
+        "from filelock import FileLock\nfrom dwstok import kernel_cache as k\n"
+        "k._paths()[1].parent.mkdir(parents=True, exist_ok=True)\n"
+        "with FileLock(k._paths()[1]):\n    k.wait_for_learner()\n    print('went on')\n"
+    )
+    out = _in_fresh_cache(code, cache, DWSTOK_COMPILE="foreground")
+    assert out.stdout.strip() == "went on", out.stderr
+
+
+def _state_after_full(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    out = _in_fresh_cache(code, cache)
+    assert out.returncode == 0, out.stderr
+    return out

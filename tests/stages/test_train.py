@@ -115,3 +115,59 @@ def test_stage_equals_train_bpe_on_the_same_documents(tmp_path):
     )
     assert tok.merges == ref.merges
     assert tok.encode("统计语言模型 Hello 2026") == ref.encode("统计语言模型 Hello 2026")
+
+
+def test_a_cold_cache_compiles_the_learner_beside_the_first_stages(tmp_path, small_parquet, monkeypatch):
+    """Pretokenize, when it has work, starts the background compile (on a cold cache; a
+    no-op on a ready one), and train waits for its learner before it learns; stages that
+    are up to date start nothing. (Not count: it imports no Numba, and looking at the
+    kernel cache would.)"""
+    import dwstok.merge_learner as ML
+    from dwstok import kernel_cache
+
+    calls = []
+    real = ML.learn_merges
+    monkeypatch.setattr(kernel_cache, "start_early", lambda: calls.append("start"))
+    monkeypatch.setattr(kernel_cache, "wait_for_learner", lambda: calls.append("wait"))
+    monkeypatch.setattr(ML, "learn_merges", lambda *a, **k: calls.append("learn") or real(*a, **k))
+    cfg = config(vocab_size=288 + 20)
+    build(cfg, [small_parquet], tmp_path)
+    assert calls == ["start", "wait", "learn"]
+    calls.clear()
+    assert build(cfg, [small_parquet], tmp_path).up_to_date
+    assert calls == []
+
+
+SAME_TYPES = """
+import sys
+from pathlib import Path
+from dwstok import warm
+from dwstok.merge_learner import _learn_kernel
+from stages import Inputs, count, pretokenize, train
+from stages.executors import LocalExecutor
+from tests.stages.conftest import config
+
+warm._warm_learner()
+first = set(_learn_kernel.signatures)
+work = Path(sys.argv[2])
+cfg = config(vocab_size=288 + 20)
+for st in (pretokenize, count, train):
+    st.run(cfg, Inputs(corpus=[sys.argv[1]], workdir=work), work / st.STAGE, LocalExecutor(2))
+print(len(first), set(_learn_kernel.signatures) == first)
+"""
+
+
+def test_the_warm_runs_learner_has_the_train_stages_argument_types(tmp_path, small_parquet):
+    # A build on a cold cache waits for the learner that the warm run compiles first; if
+    # the stage's arguments had other types (read-only offsets, say), Numba would compile
+    # the learner again in the build. A fresh process: no signature that another test's
+    # call had loaded.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", SAME_TYPES, str(small_parquet), str(tmp_path / "w")],
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "True"]
