@@ -43,6 +43,13 @@ _GROW = bpe.CACHE_GROW  # a local name: read once per call
 # the rest are still encoding.
 _RANGES_PER_THREAD = 4
 _RANGE_BYTES = 1 << 16
+# A batch of less text than this (bytes; characters for encode_batch) runs on the calling
+# thread, in one range, whatever the threads asked for: on two threads it took longer
+# up to about 64 KB (bench/results/session27-learner-first-20261204.md).
+_SPLIT_MIN = 1 << 16
+# encode_batch encodes up to this many texts one by one (as encode_ordinary): a batch's
+# set-up (the UTF-8 buffer, the ranges, making the lists) cost more than a call each.
+_FEW_TEXTS = 4
 
 
 def _utf8(text: str, offset: int = 0) -> bytes:
@@ -62,8 +69,8 @@ def _utf8_docs(texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
     """``(data, offsets)``: the texts as UTF-8 in one buffer, document i at
     ``data[offsets[i]:offsets[i + 1]]`` (as merge_learner.pieces_to_arrays lays out bytes)."""
     bufs = [_utf8(t) for t in texts]
-    offsets = np.zeros(len(bufs) + 1, np.int64)
-    np.cumsum([len(b) for b in bufs], out=offsets[1:])
+    # (accumulate, not np.cumsum of a list: that converted the list first, a few µs a call)
+    offsets = np.fromiter(itertools.accumulate(map(len, bufs), initial=0), np.int64, len(bufs) + 1)
     return np.frombuffer(b"".join(bufs), np.uint8), offsets
 
 
@@ -798,9 +805,16 @@ class Tokenizer:
             return self._id_lists.to_lists(part, doc)
 
         if self._native is not None and self._native[2] is not None:  # the kernels run, on a native scanner
-            parts = self._encode_text_ranges(texts if isinstance(texts, (list, tuple)) else list(texts), num_threads, lists)
+            texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+            if len(texts) <= _FEW_TEXTS:  # a call each costs less than setting up a batch
+                _check_threads(num_threads)
+                return [self._encode_list(_utf8(t)) for t in texts]
+            parts = self._encode_text_ranges(texts, num_threads, lists)
         else:
             parts = self._encode_ranges(*_utf8_docs(texts), num_threads, lists)
+        parts = list(parts)
+        if len(parts) == 1:  # (one range: its lists are the answer, no copy)
+            return parts[0]
         out: list[list[int]] = []
         for part_lists in parts:
             out += part_lists
@@ -848,7 +862,7 @@ class Tokenizer:
         if offsets.ndim != 1 or offsets.size == 0 or offsets.dtype.kind not in "iu":
             raise TypeError("offsets must be a non-empty 1-D integer array")
         offsets = offsets.astype(np.int64, copy=False)
-        if offsets[0] < 0 or offsets[-1] > data.size or (offsets.size > 1 and np.any(np.diff(offsets) < 0)):
+        if offsets[0] < 0 or offsets[-1] > data.size or (offsets.size > 1 and (offsets[1:] < offsets[:-1]).any()):
             raise ValueError("offsets must be non-decreasing and within data")
         n_docs = offsets.size - 1
         if n_docs == 0:
@@ -865,6 +879,8 @@ class Tokenizer:
         if not native:  # the regex fallback scans in Python, before the threads start
             bounds, doc_bidx = self._batch_bounds(data, offsets)
         threads = min(num_threads or os.cpu_count() or 1, n_docs)
+        if threads > 1 and offsets[-1] - offsets[0] < _SPLIT_MIN:
+            threads = 1
         edges = _range_edges(offsets, threads)
 
         def work(k: int, d0: int, d1: int):
@@ -886,14 +902,21 @@ class Tokenizer:
         if not texts:
             return
         kernels = self._native
-        chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
-        try:
-            np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
-        except TypeError:  # an item with no len: _utf8 names what it is
-            for t in texts:
-                _utf8(t)
-            raise
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
+        if threads > 1:
+            chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
+            try:
+                np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
+            except TypeError:  # an item with no len: _utf8 names what it is
+                for t in texts:
+                    _utf8(t)
+                raise
+            if chars[-1] < _SPLIT_MIN:
+                threads = 1
+        if threads == 1:  # one range, on this thread: no cut, no pool
+            data, offsets = _utf8_docs(texts)
+            yield self._encode_range(data, offsets, 0, len(texts), kernels, 1, 0, finish)
+            return
 
         def work(k: int, d0: int, d1: int):
             data, offsets = _utf8_docs(texts[d0:d1])

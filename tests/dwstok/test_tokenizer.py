@@ -554,3 +554,48 @@ def test_a_batch_encoded_again_finds_each_range_s_pieces_in_the_same_cache():
         assert tok.encode_batch(texts, num_threads=2) == want
         # nothing merged again: no cache took in the other range's pieces
         assert {slot: int(cache[1]) for slot, (cache, _) in pool._free.items()} == entries
+
+
+_T = __import__("dwstok.tokenizer", fromlist=["_SPLIT_MIN"])
+SPLIT_MIN, FEW_TEXTS = _T._SPLIT_MIN, _T._FEW_TEXTS  # read before conftest sets them to 0
+
+
+def test_a_small_batch_runs_on_the_calling_thread_and_a_large_one_on_the_pool(tok, monkeypatch):
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_SPLIT_MIN", SPLIT_MIN)
+    monkeypatch.setattr(T, "_FEW_TEXTS", FEW_TEXTS)
+    real = T._thread_pool
+    pooled = []
+    monkeypatch.setattr(T, "_thread_pool", lambda n: pooled.append(n) or real(n))
+    small = ["Hello world, 2026! Grüße, 你好." * 20] * 8  # under 64 KB
+    want = [tok.encode(t) for t in small]
+    assert tok.encode_batch(small, num_threads=2) == want
+    ids, doc = tok.encode_utf8_batch(*_utf8_batch(small), num_threads=2)
+    assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
+    assert pooled == []  # both on this thread
+    big = [t * 40 for t in small]  # 8 documents, about 300 KB
+    want = [tok.encode(t) for t in big]
+    assert tok.encode_batch(big, num_threads=2) == want
+    assert set(pooled) == {2}  # its ranges went to the pool of 2 threads
+    pooled.clear()
+    ids, doc = tok.encode_utf8_batch(*_utf8_batch(big), num_threads=2)
+    assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
+    assert set(pooled) == {2}
+
+
+@pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
+def test_a_batch_of_one_range_hands_back_its_own_lists(tok, n, monkeypatch):
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_FEW_TEXTS", FEW_TEXTS)
+    monkeypatch.setattr(T, "_SPLIT_MIN", SPLIT_MIN)
+    texts = (["one text", "and another", "", "Grüße, 你好 2026"] * 3)[:n]
+    got = tok.encode_batch(texts, num_threads=1)
+    assert got == [tok.encode(t) for t in texts]
+    got[0].append(-1)  # a list of the caller's own: nothing else holds it
+    assert tok.encode_batch(texts, num_threads=1)[0] == tok.encode(texts[0])
+    with pytest.raises(TypeError, match="expected str, got int"):
+        tok.encode_batch(texts[: n - 1] + [7], num_threads=1)
+    with pytest.raises(ValueError, match="num_threads"):
+        tok.encode_batch(texts, num_threads=0)
