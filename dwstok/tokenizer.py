@@ -795,7 +795,12 @@ class Tokenizer:
         return self._encode_list(_utf8(text))
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
-        """Encode many texts on ``num_threads`` threads (default: all cores), GIL released."""
+        """Encode many texts on ``num_threads`` threads (default: all cores), GIL released.
+
+        Less than ``_SPLIT_MIN`` characters in all run on the calling thread, and up to
+        ``_FEW_TEXTS`` texts one by one (as :meth:`encode_ordinary`): for so little text,
+        threads and a batch's set-up cost more than they save.
+        """
         if isinstance(texts, (str, bytes)):  # a str is a sequence of one-character documents
             raise TypeError("encode_batch takes a list of texts, got one text: use encode(), or pass [text]")
 
@@ -826,7 +831,8 @@ class Tokenizer:
         """Encode documents held in one UTF-8 buffer (zero-copy from Arrow).
 
         Document i is ``data[offsets[i]:offsets[i+1]]``. Returns ``(ids, doc_offsets)``:
-        flat uint32 ids and the n+1 boundaries of each document's ids.
+        flat uint32 ids and the n+1 boundaries of each document's ids. Less than
+        ``_SPLIT_MIN`` bytes in all run on the calling thread.
         """
         parts = list(self._encode_ranges(data, offsets, num_threads))
         if not parts:
