@@ -47,8 +47,9 @@ _RANGE_BYTES = 1 << 16
 # thread, in one range, whatever the threads asked for: on two threads it took longer
 # up to about 64 KB (bench/results/session27-learner-first-20261204.md).
 _SPLIT_MIN = 1 << 16
-# encode_batch encodes up to this many texts one by one (as encode_ordinary): a batch's
-# set-up (the UTF-8 buffer, the ranges, making the lists) cost more than a call each.
+# encode_batch encodes up to this many texts one by one (as encode_ordinary), if they are
+# short (under _SPLIT_MIN in all): a batch's set-up (the UTF-8 buffer, the ranges,
+# making the lists) cost more than a call each.
 _FEW_TEXTS = 4
 
 
@@ -63,6 +64,15 @@ def _utf8(text: str, offset: int = 0) -> bytes:
         raise ValueError(
             f"text has a lone surrogate {text[e.start]!r} at position {offset + e.start}; it cannot be encoded as UTF-8"
         ) from None
+
+
+def _chars(texts: Sequence[str]) -> int:
+    """Characters in all the texts; an item with no length counts as too many (the batch
+    path then names what it is)."""
+    try:
+        return sum(map(len, texts))
+    except TypeError:
+        return 1 << 62
 
 
 def _utf8_docs(texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -797,9 +807,9 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released.
 
-        Less than ``_SPLIT_MIN`` characters in all run on the calling thread, and up to
-        ``_FEW_TEXTS`` texts one by one (as :meth:`encode_ordinary`): for so little text,
-        threads and a batch's set-up cost more than they save.
+        Less than ``_SPLIT_MIN`` characters in all run on the calling thread, up to
+        ``_FEW_TEXTS`` of them one by one (as :meth:`encode_ordinary`): for so little
+        text, threads and a batch's set-up cost more than they save.
         """
         if isinstance(texts, (str, bytes)):  # a str is a sequence of one-character documents
             raise TypeError("encode_batch takes a list of texts, got one text: use encode(), or pass [text]")
@@ -811,7 +821,7 @@ class Tokenizer:
 
         if self._native is not None and self._native[2] is not None:  # the kernels run, on a native scanner
             texts = texts if isinstance(texts, (list, tuple)) else list(texts)
-            if len(texts) <= _FEW_TEXTS:  # a call each costs less than setting up a batch
+            if len(texts) <= _FEW_TEXTS and _chars(texts) < _SPLIT_MIN:  # a call each costs less than a batch's set-up
                 _check_threads(num_threads)
                 return [self._encode_list(_utf8(t)) for t in texts]
             parts = self._encode_text_ranges(texts, num_threads, lists)

@@ -582,6 +582,9 @@ def test_a_small_batch_runs_on_the_calling_thread_and_a_large_one_on_the_pool(to
     ids, doc = tok.encode_utf8_batch(*_utf8_batch(big), num_threads=2)
     assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
     assert set(pooled) == {2}
+    pooled.clear()
+    assert tok.encode_batch(big[:4], num_threads=2) == want[:4]  # few texts, but 99k characters: threads
+    assert set(pooled) == {2}
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
@@ -595,7 +598,8 @@ def test_a_batch_of_one_range_hands_back_its_own_lists(tok, n, monkeypatch):
     assert got == [tok.encode(t) for t in texts]
     got[0].append(-1)  # a list of the caller's own: nothing else holds it
     assert tok.encode_batch(texts, num_threads=1)[0] == tok.encode(texts[0])
-    with pytest.raises(TypeError, match="expected str, got int"):
-        tok.encode_batch(texts[: n - 1] + [7], num_threads=1)
+    for bad in (7, b"bytes"):
+        with pytest.raises(TypeError, match=f"expected str, got {type(bad).__name__}"):
+            tok.encode_batch(texts[: n - 1] + [bad], num_threads=1)
     with pytest.raises(ValueError, match="num_threads"):
         tok.encode_batch(texts, num_threads=0)
