@@ -180,6 +180,12 @@ def usable() -> bool:
         return _ready
 
 
+def _own_compile_running() -> bool:
+    """Whether the background compile this process started is still running (it may not
+    have taken the lock yet)."""
+    return _spawned is not None and _spawned_by == os.getpid() and _spawned.poll() is None
+
+
 def start_early() -> None:
     """At the start of a run that will need the kernels: on a cold cache, start the
     background compile now (as :func:`usable` does) rather than when a later stage first
@@ -200,8 +206,7 @@ def wait_for_learner() -> None:
         return
     said = False
     while not (_is_marked(_learner_mark()) or _marked()):
-        mine = _spawned is not None and _spawned_by == os.getpid() and _spawned.poll() is None
-        if state() != "compiling" and not mine:
+        if state() != "compiling" and not _own_compile_running():
             return  # no compile at work (or it ended): this process compiles the learner
         if not said:
             print("dwstok: waiting for the merge learner's kernel, which compiles in the background "
@@ -223,8 +228,7 @@ def wait() -> None:
     said = False
     while not _ready and _paths() is not None:
         s = state()
-        mine = _spawned is not None and _spawned_by == os.getpid() and _spawned.poll() is None
-        if s == "ready" or (s == "cold" and not mine):
+        if s == "ready" or (s == "cold" and not _own_compile_running()):
             break
         if not said:
             print("dwstok: waiting for the kernels that compile in the background (once per install)", file=sys.stderr, flush=True)
