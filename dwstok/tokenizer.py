@@ -919,20 +919,18 @@ class Tokenizer:
             return
         kernels = self._native
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
-        if threads > 1:
-            chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
-            try:
-                np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
-            except TypeError:  # an item with no len: _utf8 names what it is
-                for t in texts:
-                    _utf8(t)
-                raise
-            if chars[-1] < _SPLIT_MIN:
-                threads = 1
-        if threads == 1:  # one range, on this thread: no cut, no pool
+        # (the total first: a small batch then skips the cut, which cost a third of its time)
+        if threads == 1 or _chars(texts) < _SPLIT_MIN:  # one range, on this thread: no cut, no pool
             data, offsets = _utf8_docs(texts)
             yield self._encode_range(data, offsets, 0, len(texts), kernels, 1, 0, finish)
             return
+        chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
+        try:
+            np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
+        except TypeError:  # an item with no len: _utf8 names what it is
+            for t in texts:
+                _utf8(t)
+            raise
 
         def work(k: int, d0: int, d1: int):
             data, offsets = _utf8_docs(texts[d0:d1])

@@ -173,7 +173,7 @@ def _block(w, nblk):
     at += nblk
     pslot = w[at : at + nblk]
     at += nblk
-    flags = w[at:]  # (nblk + 7) // 8 words
+    flags = w[at : at + (nblk + 7) // 8]  # (w[at:] had cleared all the rest of w)
     flags[:] = 0
     binit = flags.view(np.bool_)[:nblk]
     return _Block(hq, heads, nexts, res, res2, res3, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)

@@ -323,6 +323,13 @@ def test_many_blocks_of_pieces_with_a_cache_that_keeps_emptying(rule):
     assert out[:n].tolist() == want
     with pytest.raises(ValueError, match="work array too small"):
         with_work(buf, bounds, t, bpe_cache._new_cache(64), out, np.empty(span.block_words(1) - 1, np.int64))
+    # A span of fewer pieces than the work words hold uses its block's words only: it
+    # had cleared all the rest, up to 200 KB for each short document of a batch.
+    w = np.full(span.block_words(span.PF_BLOCK), 7, np.int64)
+    few_buf, few_bounds = _joined(text_pieces[:5])
+    n = with_work(few_buf, few_bounds, t, bpe_cache._new_cache(64), out, w)
+    assert out[:n].tolist() == [i for p in text_pieces[:5] for i in ref(p)]
+    assert (w[span.block_words(5) :] == 7).all()
     # Room for many slots but few ids: pieces put in the cache in step 2b keep their ids
     # pending, and their repeats in the block must merge on their own.
     slots = np.full((4096, 4), -1, np.int64)
