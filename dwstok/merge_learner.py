@@ -898,8 +898,8 @@ def learn_merges(
         raise ConfigError(f"{len(forced)} forced merges do not fit in {n_merges} merges")
     # The largest possible pair count must fit in int64.
     if n_pieces:
-        # (a ufunc, not np.dot: OpenBLAS ran that on threads of its own, which then
-        # spun for about 0.1 s of CPU time)
+        # (a ufunc, not np.dot: OpenBLAS runs a dot this long on threads of its own,
+        # which then spin for a while)
         bound = float(np.multiply(weights, np.diff(offsets), dtype=np.float64).sum())
         if bound >= 2.0**62:
             exact = sum(int(w) * int(n) for w, n in zip(weights.tolist(), np.diff(offsets).tolist()))

@@ -919,7 +919,7 @@ class Tokenizer:
             return
         kernels = self._native
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
-        # (the total first: a small batch then skips the cut, which cost a third of its time)
+        # (the total first, so that a small batch skips building the cut)
         if threads == 1 or _chars(texts) < _SPLIT_MIN:  # one range, on this thread: no cut, no pool
             data, offsets = _utf8_docs(texts)
             yield self._encode_range(data, offsets, 0, len(texts), kernels, 1, 0, finish)
