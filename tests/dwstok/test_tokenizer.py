@@ -598,8 +598,9 @@ def test_a_batch_of_one_range_hands_back_its_own_lists(tok, n, monkeypatch):
     assert got == [tok.encode(t) for t in texts]
     got[0].append(-1)  # a list of the caller's own: nothing else holds it
     assert tok.encode_batch(texts, num_threads=1)[0] == tok.encode(texts[0])
-    for bad in (7, b"bytes"):
-        with pytest.raises(TypeError, match=f"expected str, got {type(bad).__name__}"):
-            tok.encode_batch(texts[: n - 1] + [bad], num_threads=1)
+    for bad in (7, b"bytes"):  # (an int has no length: the 2-thread call goes on to the cut)
+        for threads in (1, 2):
+            with pytest.raises(TypeError, match=f"expected str, got {type(bad).__name__}"):
+                tok.encode_batch(texts[: n - 1] + [bad], num_threads=threads)
     with pytest.raises(ValueError, match="num_threads"):
         tok.encode_batch(texts, num_threads=0)
