@@ -39,6 +39,11 @@ $(VENV)/.warm: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py)
 	$(PY) -m dwstok.warm
 	touch $@
 
+# Then the pipeline's own (pretokenize's two), which a change to dwstok drops too.
+$(VENV)/.warm-stages: $(VENV)/.warm stages/pretokenize.py stages/warm.py
+	$(PY) -m stages.warm
+	touch $@
+
 # Python's bytecode of the project, as `pip install` writes a package's: an editable
 # install leaves it to each module's first import, which never writes it where
 # PYTHONDONTWRITEBYTECODE is set (as in many container images), so every process
@@ -47,7 +52,7 @@ $(VENV)/.bytecode: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py stage
 	$(PY) -m compileall -q dwstok stages dwstok_cli
 	touch $@
 
-setup: $(VENV)/.installed $(VENV)/.warm $(VENV)/.bytecode
+setup: $(VENV)/.installed $(VENV)/.warm $(VENV)/.warm-stages $(VENV)/.bytecode
 
 test: setup browser
 	$(PY) -m pytest -q

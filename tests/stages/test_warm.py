@@ -1,0 +1,34 @@
+"""``python -m stages.warm`` (run by ``make setup``): pretokenize's kernels compile there
+with the types a build gives them, so the first build after setup compiles none."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+SAME_TYPES = """
+import sys
+from pathlib import Path
+from stages import Inputs, pretokenize, warm
+from stages.executors import LocalExecutor
+from stages.pretokenize import _cap_pieces, _sum_wide_chars
+from tests.stages.conftest import config
+
+warm.warm()
+kernels = (_sum_wide_chars, _cap_pieces)
+first = [set(k.signatures) for k in kernels]
+work = Path(sys.argv[2])
+cfg = config(pretokenize={"max_piece_bytes": 8})  # pieces over 8 bytes are cut: _cap_pieces runs
+m = pretokenize.run(cfg, Inputs(corpus=[sys.argv[1]], workdir=work), work / pretokenize.STAGE, LocalExecutor(2))
+print(*map(len, first), [set(k.signatures) for k in kernels] == first, m.counts["long_pieces"] > 0)
+"""
+
+
+def test_the_warm_run_compiles_pretokenizes_kernels_with_a_builds_types(tmp_path, small_parquet):
+    # A fresh process: no signature that another test's call had loaded. The build below
+    # cuts long pieces and sums Han characters; had the warm run given either kernel other
+    # types (a writable buffer, int32 offsets), the build would have added a signature.
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", SAME_TYPES, str(small_parquet), str(tmp_path / "w")],
+                         cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "1", "True", "True"]
