@@ -39,8 +39,9 @@ $(VENV)/.warm: $(VENV)/.runtime $(wildcard dwstok/*.py dwstok/bpe/*.py)
 	$(PY) -m dwstok.warm
 	touch $@
 
-# Then the pipeline's own (pretokenize's two), which a change to dwstok drops too.
-$(VENV)/.warm-stages: $(VENV)/.warm stages/pretokenize.py stages/warm.py
+# Then the pipeline's own (pretokenize's two), whose cache a change to any source of
+# stages or dwstok empties (drop_stale_cache in stages/pretokenize.py).
+$(VENV)/.warm-stages: $(VENV)/.warm $(wildcard stages/*.py)
 	$(PY) -m stages.warm
 	touch $@
 
