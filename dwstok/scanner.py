@@ -57,7 +57,7 @@ import functools
 import numpy as np
 
 from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, set_code, utf8_codes
-from ._jit import njit, njit_inline
+from ._jit import njit, njit_inline, njit_no_nrt
 from .errors import ConfigError, InputError
 from .patterns import resolve
 from .unicode_classes import (
@@ -401,7 +401,7 @@ def _starts(w, stop, from_right, lo, up, dg, ws, sp, ap, nl, c1, c_rv, c_e, c_l,
 # updates, which made a helper-per-alternative version several times slower.
 
 
-@njit
+@njit_no_nrt
 def _scan_o200k(buf, start, end, table, out, from_right):
     n = 0
     out[0] = start
@@ -591,7 +591,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
     return n
 
 
-@njit
+@njit_no_nrt
 def _scan_cl100k(buf, start, end, table, out):
     n = 0
     out[0] = start
@@ -692,7 +692,7 @@ def _scan_cl100k(buf, start, end, table, out):
     return n
 
 
-@njit
+@njit_no_nrt
 def _scan_gpt2(buf, start, end, table, out):
     n = 0
     out[0] = start
