@@ -10,7 +10,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit_no_nrt
 from .hashing import _hash_pair
-from .tables import NO_RANK, _may_merge, _rank_of_key
+from .tables import NO_RANK, _filter_word, _may_merge, _rank_at, _rank_of_key
 
 
 @njit_no_nrt
@@ -46,7 +46,9 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                 pos = ppos[_ix(2 * q + side)]
                 if pos < 0:
                     continue
-                brk[_ix(base + pos)] = _rank_of_key(pairs, pkey[_ix(2 * q + side)], shift, pmask)
+                key = pkey[_ix(2 * q + side)]
+                h = _hash_pair(key)
+                brk[_ix(base + pos)] = _rank_at(pairs, key, h, shift, pmask) if _may_merge(pair_filter, h) else NO_RANK
             mm = bm[_ix(q)]
             best = NO_RANK
             bi = -1
@@ -70,9 +72,9 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                     continue
                 key = (np.int64(bids[_ix(base + pa)]) << bits) | np.int64(bids[_ix(base + pa + 1)])
                 h = _hash_pair(key)
-                if not _may_merge(pair_filter, h):
-                    brk[_ix(base + pa)] = NO_RANK  # read in the next round, as a lookup would be
-                    continue
+                # the filter's word and the pair's slot, both read next round: the
+                # filter, 128 KB, is mostly out of L1 and often out of L2 by then
+                _prefetch(pair_filter, _filter_word(pair_filter, h))
                 _prefetch(pairs, np.int64(h & np.uint64(pmask)))
                 pkey[_ix(2 * q + side)] = key
                 ppos[_ix(2 * q + side)] = pa

@@ -136,9 +136,15 @@ def _may_merge(pair_filter, h):
     in L2. A pair in ``pairs`` always passes; one not in it passes at most about one
     time in ten, and is then looked up as before.
     """
-    w = pair_filter[_ix(np.int64((h >> np.uint64(32)) & np.uint64(pair_filter.size - 1)))]
+    w = pair_filter[_ix(_filter_word(pair_filter, h))]
     m = _filter_bits(h)
     return (np.uint64(w) & m) == m
+
+
+@njit_inline
+def _filter_word(pair_filter, h):
+    """The word of ``pair_filter`` that holds the bits of the pair with hash ``h``."""
+    return np.int64((h >> np.uint64(32)) & np.uint64(pair_filter.size - 1))
 
 
 @njit_inline
