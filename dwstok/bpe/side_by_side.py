@@ -10,7 +10,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit_no_nrt
 from .hashing import _hash_pair
-from .tables import NO_RANK, _filter_word, _may_merge, _rank_at, _rank_of_key
+from .tables import NO_RANK, _filter_word, _may_merge, _rank_at
 
 
 @njit_no_nrt
@@ -18,8 +18,8 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
     """Step 3 of ``_encode_span``: merge pieces ``0..nq`` of a block side by side.
 
     Piece q's parts are ``bids[boff[q]:boff[q] + bm[q]]`` and its pair ranks are in
-    ``brk`` (pair keys if ``binit[q]``: the lookups were prefetched in step 2b; -1 for a
-    pair the filter ruled out). Each
+    ``brk`` (pair keys if ``binit[q]``: their filter words and lookups were prefetched in
+    step 2b). Each
     round takes one merge step of every piece still merging (in ``act``), so the pair
     lookups a step needs are prefetched a whole round before they are read. Each step
     is ``_merge``'s quadratic scan, so ids are unchanged.
@@ -41,7 +41,8 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                 binit[_ix(q)] = False
                 for pa in range(bm[_ix(q)] - 1):
                     key = brk[_ix(base + pa)]
-                    brk[_ix(base + pa)] = NO_RANK if key < 0 else _rank_of_key(pairs, key, shift, pmask)
+                    h = _hash_pair(key)
+                    brk[_ix(base + pa)] = _rank_at(pairs, key, h, shift, pmask) if _may_merge(pair_filter, h) else NO_RANK
             for side in range(2):  # the lookups prefetched last round (as _pair_rank)
                 pos = ppos[_ix(2 * q + side)]
                 if pos < 0:

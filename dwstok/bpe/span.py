@@ -42,7 +42,7 @@ from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack
 from .merge import SMALL, _merge_any
 from .parts import _first_parts
 from .side_by_side import _merge_side_by_side
-from .tables import _may_merge, _whole_lookup
+from .tables import _filter_word, _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
@@ -525,13 +525,11 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             for i in range(m - 1):
                 brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
         else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
-            for i in range(mp - 1):  # (-1: the filter rules the pair out, no lookup)
+            for i in range(mp - 1):  # (the filter's word too, tested then: as in step 3)
                 key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
                 h = _hash_pair(key)
-                if _may_merge(pair_filter, h):
-                    _prefetch(pairs, np.int64(h & np.uint64(pmask)))
-                else:
-                    key = -1
+                _prefetch(pair_filter, _filter_word(pair_filter, h))
+                _prefetch(pairs, np.int64(h & np.uint64(pmask)))
                 brk[_ix(base + i)] = key
         ppos[_ix(2 * q)] = -1
         ppos[_ix(2 * q + 1)] = -1
