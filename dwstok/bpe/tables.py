@@ -132,9 +132,11 @@ def _may_merge(pair_filter, h):
 
     Most pairs an encoder looks up in Han, Thai or Indic text do not merge. ``pairs``
     is megabytes, so each such lookup waits on memory; the filter is about 5
-    bits a pair (128 KB for o200k), one word a lookup with two bits to test, and stays
-    in L2. A pair in ``pairs`` always passes; one not in it passes at most about one
-    time in ten, and is then looked up as before.
+    bits a pair (128 KB for o200k), one word a lookup with two bits to test. A pair in
+    ``pairs`` always passes; one not in it passes at most about one time in ten, and is
+    then looked up as before. The word is no sure hit in L2 either: side-by-side
+    merging prefetches it (``_filter_word``) with the pair's slot and tests it a round
+    later (bench/results/session29-20261205.md).
     """
     w = pair_filter[_ix(_filter_word(pair_filter, h))]
     m = _filter_bits(h)
