@@ -226,11 +226,11 @@ def njit_parallel(fn):
 
 
 njit_no_nrt = numba.njit(cache=True, nogil=True, _nrt=False)
-"""For kernels that allocate nothing and run once per call of a short text: compiled
-without Numba's runtime, so making a view or passing an array costs no reference count
-(an atomic add or subtract each, a good share of a short call). An allocation inside
-one does not compile; its callers own every array it is given. ``_nrt`` is Numba's
-own option for this."""
+"""For kernels that allocate nothing and run once per call of a short text, or that
+inline a helper taking arrays in their hot loop: compiled without Numba's runtime, so
+making a view or passing an array costs no reference count (an atomic add or subtract
+each, a good share of a short call). An allocation inside one does not compile; its
+callers own every array it is given. ``_nrt`` is Numba's own option for this."""
 
 njit_inline = numba.njit(cache=True, nogil=True, inline="always", _nrt=True)
 """For small helpers called per byte or per lookup from other kernels: inlined at the

@@ -10,7 +10,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit_no_nrt
 from .hashing import _hash_pair
-from .tables import NO_RANK, _filter_word, _may_merge, _rank_at
+from .tables import NO_RANK, _filter_word, _filtered_rank
 
 
 @njit_no_nrt
@@ -41,15 +41,13 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
                 binit[_ix(q)] = False
                 for pa in range(bm[_ix(q)] - 1):
                     key = brk[_ix(base + pa)]
-                    h = _hash_pair(key)
-                    brk[_ix(base + pa)] = _rank_at(pairs, key, h, shift, pmask) if _may_merge(pair_filter, h) else NO_RANK
-            for side in range(2):  # the lookups prefetched last round (as _pair_rank)
+                    brk[_ix(base + pa)] = _filtered_rank(pairs, pair_filter, key, _hash_pair(key), shift, pmask)
+            for side in range(2):  # the lookups prefetched last round, filter first (as _pair_rank)
                 pos = ppos[_ix(2 * q + side)]
                 if pos < 0:
                     continue
                 key = pkey[_ix(2 * q + side)]
-                h = _hash_pair(key)
-                brk[_ix(base + pos)] = _rank_at(pairs, key, h, shift, pmask) if _may_merge(pair_filter, h) else NO_RANK
+                brk[_ix(base + pos)] = _filtered_rank(pairs, pair_filter, key, _hash_pair(key), shift, pmask)
             mm = bm[_ix(q)]
             best = NO_RANK
             bi = -1
