@@ -108,14 +108,9 @@ def _unpack_tables(P):
 
 
 @njit_inline
-def _rank_of_key(pairs, key, shift, pmask):
-    """Rank of the pair ``key = left << bits | right`` in ``pairs``, or NO_RANK."""
-    return _rank_at(pairs, key, _hash_pair(key), shift, pmask)
-
-
-@njit_inline
 def _rank_at(pairs, key, h, shift, pmask):
-    """``_rank_of_key`` given ``h = _hash_pair(key)``."""
+    """Rank of the pair ``key = left << bits | right`` (hash ``h = _hash_pair(key)``) in
+    ``pairs``, or NO_RANK."""
     i = np.int64(h & np.uint64(pmask))
     while True:
         v = pairs[_ix(i)]
