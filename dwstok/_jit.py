@@ -261,3 +261,31 @@ def _as_u8(buf):
     if isinstance(buf, numba.types.Bytes):
         return lambda buf: np.frombuffer(buf, np.uint8)
     return lambda buf: buf
+
+
+def compiled_entry(dispatcher, *examples):
+    """The compiled function a kernel runs for arguments of the types of ``examples``
+    (loaded from the cache, or compiled, now), to call without the dispatcher.
+
+    Why: on each call the dispatcher works out the type of every argument and looks up
+    the matching compiled function, about 0.3 µs for the 8 arguments of ``encode()``'s
+    kernel, a tenth of a call on a short text. A caller that makes the same arguments
+    every time can skip that.
+
+    The returned function still converts its arguments, but it does not check their
+    types: call it only with arguments of exactly the examples' types (an array of
+    another dtype would be read as this one). Under ``NUMBA_DISABLE_JIT`` this is the
+    plain function.
+
+    >>> @numba.njit
+    ... def add(a, b):
+    ...     return a + b
+    >>> compiled_entry(add, 1, 2)(40, 2)
+    42
+    """
+    if numba.config.DISABLE_JIT:
+        return dispatcher
+    sig = tuple(dispatcher.typeof_pyval(a) for a in examples)
+    if sig not in dispatcher.overloads:
+        dispatcher.compile(sig)  # a cached kernel loads; any other compiles
+    return dispatcher.overloads[sig].entry_point

@@ -26,6 +26,7 @@ import numpy as np
 
 from . import bpe, kernel_cache, model_file
 from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
+from ._jit import compiled_entry
 from .errors import DwstokError, ModelFileError, PatternMismatchError
 from .patterns import resolve
 from .pylist import IdLists, split_tolist
@@ -160,7 +161,9 @@ class _CachePool:
         # settles short calls)
         if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
             cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
-        return cache, _room(out, ids, self.MIN_IDS), slot
+        if out.size < ids:  # (_room, written out: this runs once per document)
+            out = np.empty(max(ids, self.MIN_IDS), np.uint32)
+        return cache, out, slot
 
     def _new_slot(self, want: int | None) -> int:
         """The slot of a new cache: ``want`` if no cache has it yet (the first call of a
@@ -220,6 +223,7 @@ def _spare_cpu(threads: int) -> bool:
 
 
 _NO_IDS = np.empty(0, np.uint32)  # an ``out`` with no room: the first call that needs room makes it
+_NO_CACHE = np.empty(0, np.int64)  # a cache's type, as the pool's caches have it (bpe.new_cache)
 
 
 def _room(out: np.ndarray, ids: int, least: int) -> np.ndarray:
@@ -361,8 +365,13 @@ class Tokenizer:
         # the tables are views of it, so the arrays are held once.
         packed = bpe.on_huge_pages(packed)  # an unpickled copy starts anywhere
         sc = self._scanner
-        # the scanner's own kernel, kept: one Python call less per encode
-        fused = (bpe.fused_kernel(sc.kind), sc.kind, sc.table, packed) if sc.kind >= 0 else None
+        # the scanner's own kernel, kept, as its compiled function (no dispatch a call):
+        # _encode_bytes gives it these types, the text as bytes and a cache and an out
+        # from _CachePool
+        fused = None
+        if sc.kind >= 0:
+            kernel = compiled_entry(bpe.fused_kernel(sc.kind), sc.kind, sc.table, b"", packed, _NO_CACHE, _NO_IDS)
+            fused = (kernel, sc.kind, sc.table, packed)
         self._native = (packed, bpe.unpack_tables(packed), fused)
 
     def _kernels(self) -> tuple:
@@ -704,7 +713,10 @@ class Tokenizer:
         """``(kernel, table)`` that make ``encode()``'s list in the call that encodes,
         or None where dwstok.pylist cannot make lists on this interpreter."""
         table = self._id_lists.kernel_table()
-        return None if table is None else (bpe.list_kernel(self._scanner.kind), table)
+        if table is None:
+            return None
+        _, kind, scan_table, packed = self._native[2]
+        return compiled_entry(bpe.list_kernel(kind), kind, scan_table, b"", packed, _NO_CACHE, _NO_IDS, table, 0), table
 
     def _allowed(self, allowed_special) -> frozenset:
         if not allowed_special:  # the usual case, once per call
