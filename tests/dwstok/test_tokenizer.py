@@ -316,6 +316,30 @@ def test_piece_cache_grows_with_use():
     assert len(free) == 1 and free[0][0] is top
 
 
+def test_every_cache_and_out_has_the_types_the_kernel_was_resolved_for():
+    # encode() and encode_to_numpy() call the scanner's compiled kernel without Numba's
+    # dispatcher (_jit.compiled_entry), and that checks no types: every cache and out
+    # the pool hands out (new, grown, sized for a long text, on huge pages) must have
+    # the types the kernel was resolved for, or it would read them as those.
+    import numba
+
+    from dwstok import bpe
+    from dwstok.tokenizer import _NO_CACHE, _NO_IDS
+
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"a", b"b")])
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    for text in ("ab", " ".join(words[:2000]), " ".join(words) * 3):
+        tok.encode(text)
+        tok.encode_to_numpy(text)
+    tok._caches._free[7] = (bpe.new_cache(bpe.CACHE_MAX_CAPACITY), np.empty(1 << 12, np.uint32))
+    handed = list(tok._caches._free.values())
+    assert len(handed) >= 2 and any(bpe.cache_capacity(c) > tok._caches.MIN_BYTES for c, _ in handed)
+    for cache, out in handed:
+        assert numba.typeof(cache) == numba.typeof(_NO_CACHE)
+        assert numba.typeof(out) == numba.typeof(_NO_IDS)
+    assert tok.encode(" ".join(words[:50])) == tok.encode_to_numpy(" ".join(words[:50])).tolist()
+
+
 def test_a_cache_of_half_the_most_slots_grows_only_past_three_eighths():
     # The last step only doubles a cache, into the biggest array: a cache of
     # CACHE_SLOTS / 2 slots stays as it is past a quarter full, and grows past 3/8
