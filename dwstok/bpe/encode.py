@@ -9,24 +9,11 @@ from .._jit import as_u8, njit, njit_inline, njit_no_nrt
 from ..pylist import list_into
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
-from .merge import _scratch, scratch_views, scratch_words
-from .span import PF_BLOCK, _encode_pieces, _encode_span, block_words, span_work
+from .merge import _scratch
+from .span import PF_BLOCK, _encode_pieces, _encode_span, span_work
 from .tables import BpeTables, _unpack_tables, pack_tables
 
 FEW_PIECES = 16  # a call with up to this many pieces encodes them one by one, see _encode_fused
-
-
-@njit_inline
-def _call_work(nbytes):
-    """``(bounds, S, W)`` for a call on up to ``nbytes`` bytes of text: room for the
-    pieces' bounds, ``_scratch(nbytes)`` and ``span_work(nbytes)``, as views of one
-    array. One allocation a call, not three: each is a malloc, a free and the runtime's
-    record of it, a share of a short text's call, and on long texts the larger ones
-    went through glibc's slower path for big blocks."""
-    nw = nbytes + 1
-    ns = scratch_words(nbytes)
-    w = np.empty(nw + ns + block_words(min(PF_BLOCK, max(nbytes, 1))), np.int64)
-    return w[:nw], scratch_views(w[nw : nw + ns], nbytes), w[nw + ns :]
 
 
 @njit
@@ -89,9 +76,9 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _call_work(buf.size)
+    bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit
@@ -100,9 +87,9 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _call_work(buf.size)
+    bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit
@@ -111,9 +98,9 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _call_work(buf.size)
+    bounds = np.empty(buf.size + 1, np.int64)
     nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
 
 
 @njit_no_nrt
@@ -210,8 +197,7 @@ def _docs_scratch(offsets, d0, d1, P, CP):
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    bounds, S, W = _call_work(longest)
-    return T, C, bounds, S, W
+    return T, C, np.empty(longest + 1, np.int64), _scratch(longest), span_work(longest)
 
 
 @njit

@@ -21,21 +21,9 @@ HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap a
 def _scratch(nbytes=HEAP_SCRATCH):
     """Work arrays for merging: ``(ids, rk, heap arrays)``, the heap's sized for pieces of
     up to ``min(nbytes, HEAP_SCRATCH)`` bytes (a longer piece allocates its own)."""
+    h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
     # views of one array: one allocation a call instead of seven
-    return scratch_views(np.empty(scratch_words(nbytes), np.int64), nbytes)
-
-
-@njit_inline
-def scratch_words(nbytes):
-    """int64 words of :func:`_scratch`'s arrays for ``nbytes``."""
-    h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
-    return SMALL // 2 + SMALL + (h + 1) // 2 + 6 * h
-
-
-@njit_inline
-def scratch_views(w, nbytes):
-    """:func:`_scratch`'s arrays, as views of ``w`` (``scratch_words(nbytes)`` words)."""
-    h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
+    w = np.empty(SMALL // 2 + SMALL + (h + 1) // 2 + 6 * h, np.int64)
     a = SMALL // 2 + SMALL
     b = a + (h + 1) // 2
     heap = (w[a:b].view(np.int32)[:h], w[b : b + h], w[b + h : b + 2 * h], w[b + 2 * h : b + 5 * h], w[b + 5 * h : b + 6 * h])
