@@ -268,9 +268,9 @@ def compiled_entry(dispatcher, *examples):
     (loaded from the cache, or compiled, now), to call without the dispatcher.
 
     Why: on each call the dispatcher works out the type of every argument and looks up
-    the matching compiled function, about 0.3 µs for the 8 arguments of ``encode()``'s
-    kernel, a tenth of a call on a short text. A caller that makes the same arguments
-    every time can skip that.
+    the matching compiled function, a good share of ``encode()``'s call on a short text
+    (bench/results/session30-20261205.md). A caller that makes arguments of the same
+    types every time can skip that.
 
     The returned function still converts its arguments, but it does not check their
     types: call it only with arguments of exactly the examples' types (an array of
