@@ -161,9 +161,7 @@ class _CachePool:
         # settles short calls)
         if nbytes > cache.size and bpe.cache_capacity(cache) < min(nbytes, bpe.CACHE_MAX_CAPACITY):
             cache = bpe.grown_cache(cache, nbytes, self._next.pop(id(cache), None) or None)
-        if out.size < ids:  # (_room, written out: this runs once per document)
-            out = np.empty(max(ids, self.MIN_IDS), np.uint32)
-        return cache, out, slot
+        return cache, _room(out, ids, self.MIN_IDS), slot
 
     def _new_slot(self, want: int | None) -> int:
         """The slot of a new cache: ``want`` if no cache has it yet (the first call of a
