@@ -128,8 +128,10 @@ class _CachePool:
 
     def __init__(self):
         # slot -> (cache, out) in the order given back (popitem takes the last); a cache
-        # keeps its slot for good (grown too), so that a caller can ask for it again
-        self._free: dict[int, tuple] = {}
+        # keeps its slot for good (grown too), so that a caller can ask for it again.
+        # Public for Tokenizer.encode, which takes and gives back an entry itself
+        # when neither needs more than a pop and a put.
+        self.free: dict[int, tuple] = {}
         self._made: set[int] = set()  # every slot that has a cache
         self._lock = threading.Lock()  # for _made, once a new cache
         self._next: dict[int, bpe.NextCache | bool] = {}  # id(cache) -> what it grows into (False: no NextCache)
@@ -150,10 +152,10 @@ class _CachePool:
         generator-based ``with`` cost as much as a short text's kernel. No lock either:
         ``dict.pop`` and ``dict.popitem`` are atomic.
         """
-        got = self._free.pop(slot, None) if slot is not None else None
+        got = self.free.pop(slot, None) if slot is not None else None
         if got is None:
             try:
-                slot, got = self._free.popitem()
+                slot, got = self.free.popitem()
             except KeyError:
                 return bpe.new_cache(max(nbytes, self.MIN_BYTES)), _room(_NO_IDS, ids, self.MIN_IDS), self._new_slot(slot)
         cache, out = got
@@ -177,7 +179,7 @@ class _CachePool:
         """Give back what :meth:`take` gave, from a call on ``threads`` threads."""
         if cache[_GROW]:
             cache = self._grown(cache, threads)
-        self._free[slot] = (cache, out if out.size <= self.MAX_IDS else _NO_IDS)
+        self.free[slot] = (cache, out if out.size <= self.MAX_IDS else _NO_IDS)
 
     def _grown(self, cache, threads: int):
         """``cache``, or once it is a quarter full the cache it grows into: 8 times the
@@ -355,6 +357,7 @@ class Tokenizer:
         self._bridge_tried = False
         self._native_lock = threading.Lock()
         self._native: tuple | None = None
+        self._list_call: tuple | None = None  # what encode() calls itself, once _encode_list has made a list
         if packed is not None:
             self._set_native(packed)
 
@@ -645,7 +648,7 @@ class Tokenizer:
         # pickled view is a copy), the piece caches, nor the scanner: its tables (1.1 MB
         # for o200k) come from the pattern, once per process.
         state = dict(self.__dict__)
-        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_id_lists", "_lister"):
+        for k in ("_caches", "_native", "_native_lock", "_bridge", "_bridge_tried", "_special_res", "_scanner", "_id_lists", "_lister", "_list_call"):
             state.pop(k, None)
         state["_packed_tables"] = self._native[0] if self._native is not None else None
         return state
@@ -687,8 +690,8 @@ class Tokenizer:
             self._caches.give(cache, out, slot)
 
     def _encode_list(self, buf: bytes) -> list[int]:
-        """``_encode_bytes(buf)`` as a list, with no array of its own in between: for a
-        short text, making and dropping that array cost more than encoding it."""
+        """``_encode_bytes(buf)`` as a list, with no array of its own in between where the
+        kernels can make it (``encode()`` then calls that kernel itself)."""
         native = self._native
         if native is None or native[2] is None or not buf:
             return self._as_list(self._encode_bytes(buf))
@@ -699,6 +702,7 @@ class Tokenizer:
             if lister is None:
                 n = kernel(kind, table, buf, tables, cache, out)
                 return self._id_lists.to_list(out[:n])
+            self._list_call = (lister[0], kind, table, tables, lister[1])
             box = [None]  # the kernel puts the list here (dwstok.pylist.list_into)
             n = lister[0](kind, table, buf, tables, cache, out, lister[1], id(box))
             ids = box[0]
@@ -760,9 +764,42 @@ class Tokenizer:
         >>> tok.encode("<bos>!", allowed_special={"<bos>"}), len(tok.encode("<bos>!"))
         ([256, 33], 6)
         """
-        if not allowed_special:  # the usual case, called per document: the fewest calls
-            return self._encode_list(_utf8(text))
-        return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
+        if allowed_special:
+            return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
+        # The usual call, per document, runs in this one frame: a str that fits the cache
+        # and the ``out`` of a free pool entry, taken and given back as _CachePool.take
+        # and give would. On a short text each Python call in between had cost a tenth
+        # of the time (bench/results/session31-20261205.md). The list is made by the
+        # kernel's call (dwstok.pylist.list_into): making and dropping an array of ids
+        # cost a short text more than encoding it. Everything else (no kernels yet, no
+        # str, a lone surrogate, an empty pool, a text longer than the pooled arrays, a
+        # cache due to grow) goes _encode_list's general way.
+        call = self._list_call  # (list kernel, kind, scanner table, packed tables, int table)
+        if call is not None and type(text) is str:
+            try:
+                buf = text.encode()
+            except UnicodeEncodeError:
+                buf = b""  # _utf8 below names the surrogate
+            free = self._caches.free
+            try:
+                slot, got = free.popitem() if buf else (0, None)
+            except KeyError:  # none free: the pool makes one
+                got = None
+            if got is not None:
+                cache, out = got
+                if len(buf) <= len(out) and len(buf) <= len(cache):  # as take(): nothing to make
+                    box = [None]  # the kernel puts the list here
+                    try:
+                        n = call[0](call[1], call[2], buf, call[3], cache, out, call[4], id(box))
+                        ids = box[0]
+                        return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
+                    finally:
+                        if cache[_GROW]:
+                            self._caches.give(cache, out, slot)
+                        else:
+                            free[slot] = got
+                free[slot] = got
+        return self._encode_list(_utf8(text))
 
     @cached_property
     def _id_lists(self) -> IdLists:
@@ -812,7 +849,7 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode`` with no specials parsed (tiktoken's name for it)."""
-        return self._encode_list(_utf8(text))
+        return self.encode(text)
 
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released.
@@ -833,7 +870,7 @@ class Tokenizer:
             texts = texts if isinstance(texts, (list, tuple)) else list(texts)
             if len(texts) <= _FEW_TEXTS and _chars(texts) < _SPLIT_MIN:  # a call each costs less than a batch's set-up
                 _check_threads(num_threads)
-                return [self._encode_list(_utf8(t)) for t in texts]
+                return [self.encode(t) for t in texts]
             parts = self._encode_text_ranges(texts, num_threads, lists)
         else:
             parts = self._encode_ranges(*_utf8_docs(texts), num_threads, lists)

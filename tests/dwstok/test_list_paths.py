@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -188,3 +190,75 @@ def test_lists_of_ids_are_left_out_of_the_cyclic_collector(tok):
     batch = tok.encode_batch([text, "ab", text], num_threads=2)
     assert gc.is_tracked(batch) and not any(map(gc.is_tracked, batch))
     assert batch == [tok.encode(t) for t in (text, "ab", text)]
+
+
+def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
+    # Once it has made a list, encode() takes a free pool entry itself; everything it
+    # does not handle goes _encode_list's general way, with the same ids and errors.
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    vocab = {b: bytes([b]) for b in range(256)}
+    tok = Tokenizer.from_vocab_merges(vocab, merges, pattern="o200k")
+    fresh = Tokenizer.from_vocab_merges(vocab, merges, pattern="o200k")
+    if tok._native is None or tok._native[2] is None or tok._lister is None:
+        pytest.skip("no kernels on a native scanner, or no pylist lists here")
+    assert tok._list_call is None
+    assert tok.encode("abc") == [257]
+    assert tok._list_call is not None  # from here on, encode() calls the kernel itself
+
+    general = []
+    real = Tokenizer._encode_list
+    monkeypatch.setattr(Tokenizer, "_encode_list", lambda self, buf: general.append(buf) or real(self, buf))
+
+    class Sub(str):
+        pass
+
+    def want(text):
+        return fresh.encode_to_numpy(text).tolist()
+
+    free = tok._caches.free
+    ((cache, out),) = free.values()
+    _same(tok.encode("abcab xyz"), want("abcab xyz"))
+    assert general == [] and free[0] == (cache, out)  # taken and given back in encode()
+    _same(tok.encode(Sub("abc abc")), want("abc abc"))  # a str subclass: the general way
+    _same(tok.encode(""), [])
+    long = "abcd " * (out.size // 4)  # more bytes than the pooled out has room for
+    _same(tok.encode(long), want(long))
+    assert general == [b"abc abc", b"", long.encode()]
+    with pytest.raises(ValueError, match=r"lone surrogate '\\ud800' at position 3"):
+        tok.encode("abc\ud800")
+    with pytest.raises(TypeError, match="expected str, got bytes"):
+        tok.encode(b"abc")
+    assert tok.encode_ordinary("abcab") == tok.encode("abcab") == want("abcab")
+
+    general.clear()
+    held = dict(free)
+    free.clear()  # every entry taken (by other threads): the general way makes one
+    _same(tok.encode("abc xab"), want("abc xab"))
+    assert len(general) == 1
+    free.update(held)
+
+    # distinct pieces that are no token, through encode() alone: once its cache is due
+    # to grow, encode() gives it back through give(), which grows it (when the memory it
+    # grows into is ready: NextCache), as after any other call
+    from dwstok import bpe
+
+    tok2 = Tokenizer.from_vocab_merges(vocab, merges, pattern="o200k")
+    tok2.encode("abc")  # (the general way: its first list)
+    general.clear()
+    pool = tok2._caches
+    ((small, _),) = pool.free.values()
+    given = []
+    real_give = pool.give
+    pool.give = lambda cache, out, slot, threads=1: given.append(int(cache[bpe.CACHE_GROW])) or real_give(cache, out, slot, threads)
+    slots = bpe.cache_capacity(small) // 8
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)][: slots * 3 // 8]
+    texts = [" ".join(words[i : i + 64]) for i in range(0, len(words), 64)]  # each under the pooled arrays' size
+    for _ in range(200):
+        for text in texts:
+            _same(tok2.encode(text), want(text))
+        ((cache, _),) = pool.free.values()
+        if bpe.cache_capacity(cache) > bpe.cache_capacity(small):
+            break
+        time.sleep(0.01)
+    assert bpe.cache_capacity(cache) == 8 * bpe.cache_capacity(small)
+    assert given and all(given) and general == []  # only calls that found the flag set

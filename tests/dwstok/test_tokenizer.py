@@ -277,7 +277,7 @@ def test_concurrent_callers_each_take_their_own_piece_cache(tok):
     with ThreadPoolExecutor(4) as ex:
         got = list(ex.map(tok.encode, texts * 20))
     assert got == want * 20
-    assert 1 <= len(tok._caches._free) <= 4
+    assert 1 <= len(tok._caches.free) <= 4
     ids, offsets = tok.encode_utf8_batch(*_utf8_batch(texts), num_threads=2)
     assert [ids[offsets[i] : offsets[i + 1]].tolist() for i in range(len(texts))] == want
 
@@ -291,7 +291,7 @@ def test_piece_cache_grows_with_use():
     merges = [(b"a", b"b"), (b"ab", b"c")]
     tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
     fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
-    free = tok._caches._free
+    free = tok._caches.free
     tok.encode_to_numpy("abc abc")
     ((small, _),) = free.values()
     assert bpe.cache_capacity(small) == tok._caches.MIN_BYTES
@@ -333,13 +333,13 @@ def test_every_cache_and_out_has_the_types_the_kernel_was_resolved_for():
     for text in ("ab", " ".join(words[:2000]), " ".join(words) * 3):  # new, grown, sized for the text
         tok.encode(text)
         tok.encode_to_numpy(text)
-        ((cache, out),) = tok._caches._free.values()
+        ((cache, out),) = tok._caches.free.values()
         assert numba.typeof(cache) == numba.typeof(_NO_CACHE)
         assert numba.typeof(out) == numba.typeof(_NO_IDS)
     assert bpe.cache_capacity(cache) > tok._caches.MIN_BYTES
     top = bpe.new_cache(bpe.CACHE_MAX_CAPACITY)  # the biggest, on huge pages where Linux gives them
     assert numba.typeof(top) == numba.typeof(_NO_CACHE)
-    tok._caches._free[0] = (top, out)
+    tok._caches.free[0] = (top, out)
     text = " ".join(words[:50]) + " abab"
     assert tok.encode(text) == tok.encode_to_numpy(text).tolist() == fresh.encode_to_numpy(text).tolist()
 
@@ -355,7 +355,7 @@ def test_a_cache_of_half_the_most_slots_grows_only_past_three_eighths():
     fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, [(b"x", b"y")])
     half = bpe.CACHE_SLOTS // 2
     tok.encode_to_numpy("xy")
-    free = tok._caches._free
+    free = tok._caches.free
     ((_, ids),) = free.values()
     free[0] = (bpe.new_cache(8 * half), ids)
     # distinct pieces that are no token, in calls on less text than the cache is sized for
@@ -397,7 +397,7 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
         pool = tok._caches
         assert tok.encode(soon) == fresh.encode(soon)
-        ((small, _),) = pool._free.values()
+        ((small, _),) = pool.free.values()
         nxt = pool._next[id(small)]
         assert nxt.background == (case != "busy")
         if nxt.background:
@@ -405,11 +405,11 @@ def test_piece_cache_grows_into_memory_made_ready_on_another_thread(monkeypatch)
         if case == "forked":
             monkeypatch.setattr(nxt, "_pid", -1)
         assert tok.encode(now) == fresh.encode(now)
-        ((grown, _),) = pool._free.values()
+        ((grown, _),) = pool.free.values()
         assert grown[0] == 8 * slots and not pool._next
         assert (grown is nxt._array) == (case != "forked")
         assert tok.encode(soon + " " + now) == fresh.encode(soon + " " + now)
-        assert pool._free[0][0] is grown  # every piece found: no growth, no start afresh
+        assert pool.free[0][0] is grown  # every piece found: no growth, no start afresh
         assert grown[1] >= slots * 3 // 8 - 1  # the entries moved with it
 
 
@@ -430,7 +430,7 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
     pool = tok._caches
     at = slots // 16 + 8
     assert tok.encode(" ".join(words[:at])) == fresh.encode(" ".join(words[:at]))
-    ((small, _),) = pool._free.values()
+    ((small, _),) = pool.free.values()
     nxt = pool._next[id(small)]
     assert not nxt.background and nxt._cleared == 0
     cleared = [0]
@@ -438,7 +438,7 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
         text = " ".join(words[at : at + slots // 32])
         at += slots // 32
         assert tok.encode(text) == fresh.encode(text)
-        assert pool._free[0][0] is small and pool._next[id(small)] is nxt  # not grown yet
+        assert pool.free[0][0] is small and pool._next[id(small)] is nxt  # not grown yet
         assert nxt._cleared > cleared[-1]  # a slice after each call
         cleared.append(nxt._cleared)
     assert len(cleared) > 3 and small[1] <= 3 * slots // 16 + slots // 32
@@ -446,11 +446,11 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
     assert a[0] == size and not a[1:8].any() and (a[8 : 8 + 4 * size] == -1).all() and not a[8 + 7 * size :].any()
     rest = " ".join(words[at : slots * 3 // 8])  # past a quarter: it grows
     assert tok.encode(rest) == fresh.encode(rest)
-    ((grown, _),) = pool._free.values()
+    ((grown, _),) = pool.free.values()
     assert grown is nxt._array and grown[0] == 8 * slots and not pool._next
     everything = " ".join(words[: slots * 3 // 8])
     assert tok.encode(everything) == fresh.encode(everything)
-    assert pool._free[0][0] is grown and grown[1] >= slots * 3 // 8 - 1  # every entry moved with it
+    assert pool.free[0][0] is grown and grown[1] >= slots * 3 // 8 - 1  # every entry moved with it
     # Calls on 2 threads that keep the CPUs busy: no slices (they slowed such batches
     # down); each cache grows when it must.
     tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
@@ -478,7 +478,7 @@ def test_piece_cache_grows_when_no_thread_can_start(monkeypatch):
     slots = tokenizer_module._CachePool.MIN_BYTES // 8
     for text in (" ".join(words[: slots // 8]), " ".join(words[slots // 8 : slots * 3 // 8])):
         assert tok.encode(text) == fresh.encode(text)
-    ((grown, _),) = tok._caches._free.values()
+    ((grown, _),) = tok._caches.free.values()
     assert grown[0] == 8 * slots and not tok._caches._next
 
 
@@ -496,12 +496,12 @@ def test_single_calls_write_ids_to_pooled_room_but_return_their_own():
     tok.encode_to_numpy("zzzz " * 40)
     assert first.tolist() == [256, 32, 256, 32, 256] and first.flags.owndata
     assert as_list == [256, 32] * 49 + [256, 32]
-    ((_, room),) = tok._caches._free.values()
+    ((_, room),) = tok._caches.free.values()
     assert room.size == tok._caches.MIN_IDS
     tok._caches.MAX_IDS = 64
     text = "ab " * 2000
     assert tok.encode(text) == [256, 32] * 2000
-    ((_, room),) = tok._caches._free.values()
+    ((_, room),) = tok._caches.free.values()
     assert room.size == 0  # dropped: the next call makes room again
     assert tok.encode_to_numpy("ab").tolist() == [256]
     sc = tok._scanner
@@ -540,13 +540,13 @@ def test_grown_cache_finds_pieces_of_every_length():
     text = " ".join(words)
     want = tok.encode_to_numpy(text).tolist()
     assert tok.encode_to_numpy(text).tolist() == want  # a first call caches only some
-    ((cache, ids),) = tok._caches._free.values()
+    ((cache, ids),) = tok._caches.free.values()
     assert cache[1] > 2000
     cache = bpe.grown_cache(cache, 64 * bpe.cache_capacity(cache))
     used = int(cache[1])
-    tok._caches._free[0] = (cache, ids)
+    tok._caches.free[0] = (cache, ids)
     assert tok.encode_to_numpy(text).tolist() == want
-    assert tok._caches._free[0][0] is cache and cache[1] == used  # all found: nothing added
+    assert tok._caches.free[0][0] is cache and cache[1] == used  # all found: nothing added
 
 
 def _utf8_batch(texts):
@@ -576,12 +576,12 @@ def test_a_batch_encoded_again_finds_each_range_s_pieces_in_the_same_cache():
     pool.give(*first)
     pool.give(*second)
     assert tok.encode_batch(texts, num_threads=2) == want
-    entries = {slot: int(cache[1]) for slot, (cache, _) in pool._free.items()}
+    entries = {slot: int(cache[1]) for slot, (cache, _) in pool.free.items()}
     assert entries == {0: 400, 1: 398}  # range k in slot k: each cache holds one text's pieces
     for _ in range(8):
         assert tok.encode_batch(texts, num_threads=2) == want
         # nothing merged again: no cache took in the other range's pieces
-        assert {slot: int(cache[1]) for slot, (cache, _) in pool._free.items()} == entries
+        assert {slot: int(cache[1]) for slot, (cache, _) in pool.free.items()} == entries
 
 
 _T = __import__("dwstok.tokenizer", fromlist=["_SPLIT_MIN"])
