@@ -101,7 +101,7 @@ def main() -> None:
     passes, spent, t0 = 0, 0.0, time.perf_counter()
     while time.perf_counter() - t0 < args.seconds:
         if args.clear:
-            for cache, _ in tok._caches._free.values():
+            for cache, _ in tok._caches.free.values():
                 _clear_cache(cache)
         copies = [(t + " ")[:-1] for t in texts]  # new str objects, as a corpus's are
         a = time.perf_counter()

@@ -38,6 +38,7 @@ __all__ = ["Tokenizer", "TokenIdError"]
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
 _GROW = bpe.CACHE_GROW  # a local name: read once per call
+_NEVER = 1 << 62  # as a cache's CACHE_SOON_AT: no more GROW_SOON
 # A batch on several threads is cut into up to this many ranges a thread (none under
 # ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
 # do not leave the other threads idle, and the lists of a finished range are made while
@@ -200,6 +201,10 @@ class _CachePool:
                 nxt = self._next[id(cache)] = (spare or threads == 1) and _next_cache(cache, spare)
             if nxt:
                 nxt.advance(cache)
+            # Flagged again once another 1/256 of the slots fill (advance clears in slices
+            # by the entries), or never if nothing is left to make ready.
+            ready = not nxt or nxt.done()
+            cache[bpe.CACHE_SOON_AT] = _NEVER if ready else int(cache[1]) + max(1, int(cache[0]) >> 8)
             return cache
         if nxt and nxt.background and not nxt.done() and not cache[bpe.CACHE_RESETS] and 16 * cache[1] <= 7 * cache[0]:
             return cache

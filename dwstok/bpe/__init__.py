@@ -27,7 +27,7 @@ entry kernels. Where the time goes: bench/results/bpe-kernels.md.
 from __future__ import annotations
 
 from .build import build_tables
-from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_RESETS, CACHE_SLOTS, GROW_SOON, NextCache, cache_capacity, grown_cache, new_cache
+from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_RESETS, CACHE_SLOTS, CACHE_SOON_AT, GROW_SOON, NextCache, cache_capacity, grown_cache, new_cache
 from .encode import _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel, list_kernel
 from .merge import split_token
 from .pages import huge_page_array, on_huge_pages
@@ -41,6 +41,7 @@ __all__ = [
     "CACHE_MAX_CAPACITY",
     "CACHE_RESETS",
     "CACHE_SLOTS",
+    "CACHE_SOON_AT",
     "GROW_SOON",
     "NO_RANK",
     "NextCache",

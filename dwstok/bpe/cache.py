@@ -36,6 +36,9 @@ CACHE_RESETS = 4  # the word of a packed cache that counts how often it started 
 CACHE_GROW = 5  # the word a kernel sets when the cache should grow (see _mark_growth)
 GROW_SOON = 1  # its values: a sixteenth full (a quarter for the last step), time to make the next cache's memory ready
 GROW_NOW = 2  # a quarter full (3/8 for the last step), or it had to start afresh
+# The word that says from how many entries on a kernel may flag ``GROW_SOON`` again: the
+# pool moves it on each time it has handled the flag (see _mark_growth).
+CACHE_SOON_AT = 6
 
 
 @njit_inline
@@ -115,14 +118,20 @@ def _mark_growth(CP):
     (soon at a quarter): that last step only doubles it, into the biggest array, whose
     first touch fell inside a call of each thread of a 2-thread batch
     (bench/results/session23-growth-20261204.md); 3/8 still leaves an eighth of its
-    slots before it would start afresh."""
+    slots before it would start afresh.
+
+    ``GROW_SOON`` waits until the cache holds ``CP[CACHE_SOON_AT]`` entries, a word the
+    pool moves on each time it has handled the flag (for good once the next cache is
+    ready). Flagged on every call, it had sent every call through the pool's Python
+    code: short texts whose pieces fill a cache to between a sixteenth and a quarter
+    stay there, and each call paid it (bench/results/session31-20261205.md)."""
     size = CP[0]
     now, soon = (6, 4) if 2 * size == CACHE_SLOTS else (4, 1)  # sixteenths of the slots
     if size >= CACHE_SLOTS:
         CP[CACHE_GROW] = 0
     elif 16 * CP[1] > now * size or CP[CACHE_RESETS] > 0:
         CP[CACHE_GROW] = GROW_NOW
-    elif 16 * CP[1] > soon * size:
+    elif 16 * CP[1] > soon * size and CP[1] >= CP[CACHE_SOON_AT]:
         CP[CACHE_GROW] = GROW_SOON
     else:
         CP[CACHE_GROW] = 0

@@ -426,10 +426,10 @@ def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
     words_ = sorted({"".join(rng.choice("xyzw") for _ in range(rng.randint(1, 30))) for _ in range(4000)})
     text = " ".join(words_)
     want = tok.encode_to_numpy(text).tolist()
-    ((cache, ids),) = tok._caches._free.values()
+    ((cache, ids),) = tok._caches.free.values()
     for grown in (bpe.grown_cache(cache, bpe.CACHE_MAX_CAPACITY), bpe.new_cache(bpe.CACHE_MAX_CAPACITY)):
         assert "nh" in _vm_flags(grown.ctypes.data + grown.nbytes - 8)
-        tok._caches._free[0] = (grown, ids)
+        tok._caches.free[0] = (grown, ids)
         assert tok.encode_to_numpy(text).tolist() == want
     step = bpe.NextCache(bpe.new_cache(1 << 20), background=False)
     ready = step.ready()

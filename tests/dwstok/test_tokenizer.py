@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import time
 
 import numpy as np
 import pytest
@@ -314,6 +315,45 @@ def test_piece_cache_grows_with_use():
     free[0] = (top, free[0][1])
     tok.encode_to_numpy("abc")
     assert len(free) == 1 and free[0][0] is top
+
+
+def test_a_cache_past_a_sixteenth_full_is_flagged_soon_once_per_step_not_per_call():
+    # Between a sixteenth and a quarter full, the kernel flags GROW_SOON only when the
+    # pool's CACHE_SOON_AT says so: the same texts again add no entries, so the pool's
+    # Python code runs once, not on every call; new entries flag it again, and the
+    # cache still grows at a quarter, with the same ids.
+    from dwstok import bpe
+
+    merges = [(b"a", b"b"), (b"ab", b"c")]
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    fresh = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    pool = tok._caches
+    handled = []
+    real = pool._grown
+    pool._grown = lambda cache, threads: handled.append(int(cache[bpe.CACHE_GROW])) or real(cache, threads)
+    tok.encode("abc")
+    ((small, _),) = pool.free.values()
+    slots = int(small[0])
+    words = ["".join(p) for p in itertools.product("xyzw", repeat=6)]
+    text = " ".join(words[: slots // 8])  # an eighth of the slots: past a sixteenth
+    for _ in range(50):
+        assert tok.encode(text) == fresh.encode(text)
+    assert handled == [bpe.GROW_SOON]
+    assert int(small[bpe.CACHE_SOON_AT]) > int(small[1]) and int(small[bpe.CACHE_GROW]) == 0
+    more = " ".join(words[slots // 8 : slots // 8 + slots // 64])  # 1/64 of the slots more
+    assert tok.encode(more) == fresh.encode(more)
+    assert len(handled) == 2
+    grow = " ".join(words[: slots * 3 // 8])  # past a quarter
+    assert tok.encode_to_numpy(grow).tolist() == fresh.encode_to_numpy(grow).tolist()
+    ((cache, _),) = pool.free.values()
+    for _ in range(200):  # (a NextCache on a thread of its own may make it wait a call or two)
+        if cache is not small:
+            break
+        tok.encode(grow)
+        ((cache, _),) = pool.free.values()
+        time.sleep(0.01)
+    assert bpe.cache_capacity(cache) == 8 * bpe.cache_capacity(small)
+    assert tok.encode(grow) == fresh.encode(grow)
 
 
 def test_every_cache_and_out_has_the_types_the_kernel_was_resolved_for():
