@@ -119,7 +119,7 @@ class _CachePool:
     hold 300 KB a thread, not 36 MB. Growing copies the entries: on dev, document by
     document, starting afresh instead was slower. The bigger cache's memory is cleared
     ahead (``NextCache``: on a thread of its own where a CPU is spare, else for calls on
-    one thread a slice after each call), so that its first touch (page faults, at
+    one thread a slice each time another 1/256 of the slots fill), so that its first touch (page faults, at
     times slow ones) does not fall in one call.
     """
 
@@ -190,9 +190,10 @@ class _CachePool:
         (``NextCache``). When a CPU is left over by the call's threads, on a thread of
         its own, and until it is done, ``cache`` stays (up to 7/16 full, as at half it
         would start afresh, or until it had to start afresh). Else, for calls on one
-        thread, a slice after each call. On CPUs that a call on more threads keeps
-        busy, either slowed a 2-thread batch down (bench/results/session16-growth-20261204.md
-        and session20-growth-20261204.md), so there it grows on the calling thread.
+        thread, a slice each time another 1/256 of the slots fill. On CPUs that a call
+        on more threads keeps busy, either slowed a 2-thread batch down
+        (bench/results/session16-growth-20261204.md and session20-growth-20261204.md),
+        so there it grows on the calling thread.
         """
         nxt = self._next.get(id(cache))  # (one thread has a cache at a time)
         if cache[_GROW] == bpe.GROW_SOON:

@@ -202,13 +202,14 @@ class NextCache:
     """The cache that ``cache`` grows into, cleared while ``cache`` is still in use (from
     ``GROW_SOON`` to ``GROW_NOW``): on a thread of its own where a CPU is spare
     (``background``), else a slice at a time by :meth:`advance`, which the caller calls
-    after each call that used ``cache``.
+    each time a call that used ``cache`` flagged ``GROW_SOON`` (once per 1/256 of its
+    slots filled: see _mark_growth).
 
     Why: clearing the new cache is the first touch of its memory (page faults; on a VM's
     huge pages at times ten to twenty times slower: bench/results/session16-growth-20261204.md),
     the larger part of growing, and it fell inside whichever call filled the cache to a
-    quarter: one call of many stalled for it. A slice at a time, each call pays for its
-    share, in proportion to the entries it added, and only the copy of the entries is
+    quarter: one call of many stalled for it. A slice at a time, the calls pay for it in
+    proportion to the entries they added, and only the copy of the entries is
     left to the call that grows. A thread of its own also writes ``vals`` and ``keys``
     (no page of the array is then first touched by a call); slices leave them, as
     :func:`_clear_cache` does, to be touched as they fill.
