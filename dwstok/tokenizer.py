@@ -130,7 +130,7 @@ class _CachePool:
     def __init__(self):
         # slot -> (cache, out) in the order given back (popitem takes the last); a cache
         # keeps its slot for good (grown too), so that a caller can ask for it again.
-        # Public for Tokenizer.encode, which takes and gives back an entry itself
+        # Public for Tokenizer._pooled, which takes and gives back an entry itself
         # when neither needs more than a pop and a put.
         self.free: dict[int, tuple] = {}
         self._made: set[int] = set()  # every slot that has a cache
@@ -363,7 +363,7 @@ class Tokenizer:
         self._bridge_tried = False
         self._native_lock = threading.Lock()
         self._native: tuple | None = None
-        self._list_call: tuple | None = None  # what encode() calls itself, once _encode_list has made a list
+        self._list_call: tuple | None = None  # the list kernel's call for _pooled, once _encode_list has made a list
         if packed is not None:
             self._set_native(packed)
 
@@ -695,9 +695,53 @@ class Tokenizer:
         finally:
             self._caches.give(cache, out, slot)
 
+    def _pooled(self, text, lists: bool):
+        """``encode(text)`` (``lists``) or ``encode_to_numpy(text)`` the usual way, or None
+        where the general way must go: no kernels yet, no str, a lone surrogate, an
+        empty pool, a text longer than the pooled arrays.
+
+        It takes a free pool entry and gives it back itself, as _CachePool.take and give
+        would (give, for a cache due to grow): on a short text each Python call in
+        between had cost a tenth of the time (bench/results/session31-20261205.md).
+        ``encode()``'s list is made in the kernel's call (dwstok.pylist.list_into), once
+        :meth:`_encode_list` has resolved that kernel: making and dropping an array of
+        ids cost a short text more than encoding it.
+        """
+        native = self._native
+        call = self._list_call if lists else native[2] if native is not None else None
+        if call is None or type(text) is not str:
+            return None
+        try:
+            buf = text.encode()
+        except UnicodeEncodeError:
+            return None  # _utf8 names the surrogate
+        free = self._caches.free
+        try:
+            slot, got = free.popitem() if buf else (0, None)
+        except KeyError:  # none free: the pool makes one
+            return None
+        if got is None:
+            return None
+        cache, out = got
+        if len(buf) > len(out) or len(buf) > len(cache):  # take() would make one
+            free[slot] = got
+            return None
+        try:
+            if not lists:
+                return out[:call[0](call[1], call[2], buf, call[3], cache, out)].copy()  # out goes back to the pool
+            box = [None]  # the kernel puts the list here
+            n = call[0](call[1], call[2], buf, call[3], cache, out, call[4], id(box))
+            ids = box[0]
+            return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
+        finally:
+            if cache[_GROW]:
+                self._caches.give(cache, out, slot)
+            else:
+                free[slot] = got
+
     def _encode_list(self, buf: bytes) -> list[int]:
         """``_encode_bytes(buf)`` as a list, with no array of its own in between where the
-        kernels can make it (``encode()`` then calls that kernel itself)."""
+        kernels can make it (then ``_pooled`` calls that kernel itself)."""
         native = self._native
         if native is None or native[2] is None or not buf:
             return self._as_list(self._encode_bytes(buf))
@@ -772,40 +816,8 @@ class Tokenizer:
         """
         if allowed_special:
             return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
-        # The usual call, per document, runs in this one frame: a str that fits the cache
-        # and the ``out`` of a free pool entry, taken and given back as _CachePool.take
-        # and give would. On a short text each Python call in between had cost a tenth
-        # of the time (bench/results/session31-20261205.md). The list is made by the
-        # kernel's call (dwstok.pylist.list_into): making and dropping an array of ids
-        # cost a short text more than encoding it. Everything else (no kernels yet, no
-        # str, a lone surrogate, an empty pool, a text longer than the pooled arrays, a
-        # cache due to grow) goes _encode_list's general way.
-        call = self._list_call  # (list kernel, kind, scanner table, packed tables, int table)
-        if call is not None and type(text) is str:
-            try:
-                buf = text.encode()
-            except UnicodeEncodeError:
-                buf = b""  # _utf8 below names the surrogate
-            free = self._caches.free
-            try:
-                slot, got = free.popitem() if buf else (0, None)
-            except KeyError:  # none free: the pool makes one
-                got = None
-            if got is not None:
-                cache, out = got
-                if len(buf) <= len(out) and len(buf) <= len(cache):  # as take(): nothing to make
-                    box = [None]  # the kernel puts the list here
-                    try:
-                        n = call[0](call[1], call[2], buf, call[3], cache, out, call[4], id(box))
-                        ids = box[0]
-                        return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
-                    finally:
-                        if cache[_GROW]:
-                            self._caches.give(cache, out, slot)
-                        else:
-                            free[slot] = got
-                free[slot] = got
-        return self._encode_list(_utf8(text))
+        ids = self._pooled(text, True)
+        return self._encode_list(_utf8(text)) if ids is None else ids
 
     @cached_property
     def _id_lists(self) -> IdLists:
@@ -849,9 +861,10 @@ class Tokenizer:
 
     def encode_to_numpy(self, text: str, *, allowed_special: Iterable[str] | str = ()) -> np.ndarray:
         """Like :meth:`encode`, as a uint32 array."""
-        if not allowed_special:  # the usual case, called per document: the fewest calls
-            return self._encode_bytes(_utf8(text))
-        return self._encode_np(text, self._allowed(allowed_special))
+        if allowed_special:
+            return self._encode_np(text, self._allowed(allowed_special))
+        ids = self._pooled(text, False)
+        return self._encode_bytes(_utf8(text)) if ids is None else ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """``encode`` with no specials parsed (tiktoken's name for it)."""

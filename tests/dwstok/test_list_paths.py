@@ -193,8 +193,9 @@ def test_lists_of_ids_are_left_out_of_the_cyclic_collector(tok):
 
 
 def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
-    # Once it has made a list, encode() takes a free pool entry itself; everything it
-    # does not handle goes _encode_list's general way, with the same ids and errors.
+    # Once it has made a list, encode() takes a free pool entry itself (_pooled), and so
+    # does encode_to_numpy(); everything they do not handle goes the general way
+    # (_encode_list, _encode_bytes), with the same ids and errors.
     merges = [(b"a", b"b"), (b"ab", b"c")]
     vocab = {b: bytes([b]) for b in range(256)}
     tok = Tokenizer.from_vocab_merges(vocab, merges, pattern="o200k")
@@ -229,6 +230,23 @@ def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
     with pytest.raises(TypeError, match="expected str, got bytes"):
         tok.encode(b"abc")
     assert tok.encode_ordinary("abcab") == tok.encode("abcab") == want("abcab")
+
+    # encode_to_numpy the same way, its general way _encode_bytes
+    longer = "abcd " * (free[0][1].size // 4)  # (the general way left a bigger out in the pool)
+    texts = ["abcab xyz", Sub("abc abc"), "", longer]
+    wants = [want(text) for text in texts]
+    as_array = []
+    real_bytes = Tokenizer._encode_bytes
+    monkeypatch.setattr(Tokenizer, "_encode_bytes", lambda self, buf: as_array.append(buf) or real_bytes(self, buf))
+    for text, ids in zip(texts, wants):
+        got = tok.encode_to_numpy(text)
+        assert got.dtype == np.uint32 and got.tolist() == ids
+        assert not np.shares_memory(got, free[0][1])  # a copy, not a view of the pooled out
+    assert as_array == [b"abc abc", b"", longer.encode()] and len(free) == 1
+    with pytest.raises(ValueError, match=r"lone surrogate '\\ud800' at position 3"):
+        tok.encode_to_numpy("abc\ud800")
+    with pytest.raises(TypeError, match="expected str, got bytes"):
+        tok.encode_to_numpy(b"abc")
 
     general.clear()
     held = dict(free)
