@@ -13,7 +13,7 @@ from .merge import _scratch
 from .span import PF_BLOCK, _encode_pieces, _encode_span, span_work
 from .tables import BpeTables, _unpack_tables, pack_tables
 
-FEW_PIECES = 16  # a call with up to this many pieces encodes them one by one, see _encode_fused
+FEW_PIECES = 16  # a text (or a batch's document) with up to this many pieces encodes them one by one
 
 
 @njit
@@ -121,6 +121,17 @@ def _encode_scanned(buf, bounds, nb, P, CP, S, W, out):
     return n
 
 
+@njit_no_nrt
+def _encode_few(buf, bounds, nb, T, C, S, out, n):
+    """A batch's document of up to ``FEW_PIECES`` pieces, scanned into ``bounds``, one
+    piece at a time into out[n:]; return the new n. ``_encode_span``'s blocks set up a
+    score of work arrays, which cost such a document more than its lookups
+    (bench/results/session31-20261205.md). A function of its own, so that the batch
+    kernels call ``_encode_span`` as before for the rest: another call in between had
+    made documents of 20-30 pieces slower."""
+    return _encode_pieces(buf, bounds, np.int64(0), nb, T, C, S, out, n)
+
+
 _FUSED = {KIND_O200K: _encode_fused_o200k, KIND_O200K_RDIGITS: _encode_fused_o200k, KIND_CL100K: _encode_fused_cl100k, KIND_GPT2: _encode_fused_gpt2}
 
 
@@ -209,7 +220,10 @@ def _encode_docs_fused_o200k(kind, table, data, offsets, d0, d1, P, CP, out, out
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_o200k(data, s, e, table, bounds, kind == KIND_O200K_RDIGITS)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            if nb > FEW_PIECES:
+                n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            else:
+                n = _encode_few(data, bounds, nb, T, C, S, out, np.int64(n))
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n
@@ -224,7 +238,10 @@ def _encode_docs_fused_cl100k(kind, table, data, offsets, d0, d1, P, CP, out, ou
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_cl100k(data, s, e, table, bounds)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            if nb > FEW_PIECES:
+                n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            else:
+                n = _encode_few(data, bounds, nb, T, C, S, out, np.int64(n))
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n
@@ -239,7 +256,10 @@ def _encode_docs_fused_gpt2(kind, table, data, offsets, d0, d1, P, CP, out, out_
         s, e = offsets[d], offsets[d + 1]
         if e > s:
             nb = _scan_gpt2(data, s, e, table, bounds)
-            n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            if nb > FEW_PIECES:
+                n = _encode_span(data, bounds, np.int64(0), nb, T, C, S, out, np.int64(n), W)
+            else:
+                n = _encode_few(data, bounds, nb, T, C, S, out, np.int64(n))
     out_doc[d1 - d0] = n
     _mark_growth(CP)
     return n

@@ -113,6 +113,27 @@ def test_dev_sample(pair, corpus_dir):
     assert [i for i, t in enumerate(texts) if ours.encode(t) != theirs.encode_ordinary(t)] == []
 
 
+def test_short_documents_in_a_batch(pair, corpus_dir):
+    # A batch's documents of up to FEW_PIECES pieces are encoded a piece at a time
+    # (_encode_few), the others in blocks (_encode_span): both against tiktoken, mixed.
+    from dwstok.bpe.encode import FEW_PIECES
+
+    _, ours, theirs = pair
+    rng = np.random.default_rng(1)
+    texts = []
+    for doc in _dev_docs(corpus_dir, 40):
+        at = 0
+        while at < len(doc) and len(texts) < 3000:
+            k = int(rng.integers(1, 160))
+            texts.append(doc[at : at + k])
+            at += k
+    pieces = [ours._scanner.bounds(np.frombuffer(t.encode(), np.uint8)).size - 1 for t in texts]
+    assert sum(p <= FEW_PIECES for p in pieces) > 500 and sum(p > FEW_PIECES for p in pieces) > 500
+    bad, _ = _check_docs(ours, theirs, texts)
+    assert bad == []
+    assert ours.encode_batch(texts, num_threads=1) == [theirs.encode_ordinary(t) for t in texts]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("split", ["dev", "train"])
 def test_whole_corpus(pair, corpus_dir, split):
