@@ -7,7 +7,8 @@ for text without spaces) near ``--chars`` characters, ``--per-length`` of each l
 from every language group in turn. Every encoder uses o200k_base, and the ids are
 checked equal.
 
-Each case runs in a fresh process pinned to one CPU: load, one pass over the texts (so
+The ``-batch`` cases encode each length's texts in one ``encode_batch`` call on one
+thread, timed per text. Each case runs in a fresh process pinned to one CPU: load, one pass over the texts (so
 that every encoder has met them; a steady state, as in a long-running service), then
 ``--rounds`` rounds, each timing a pass over each length's texts. Per length, a
 process reports its fastest round (the one least hit by other load on the machine) in
@@ -32,7 +33,9 @@ from pathlib import Path
 
 from encode import RANKS, tiktoken_encoding  # noqa: E402  (bench/ is on sys.path when run as a script)
 from paths import ROOT, SHARED  # noqa: E402
-CASES = ("dwstok-list", "dwstok-numpy", "fastokens-list", "tiktoken-list")
+CASES = ("dwstok-list", "dwstok-numpy", "fastokens-list", "tiktoken-list", "dwstok-batch", "fastokens-batch")
+# ``-batch``: each length's texts as one ``encode_batch`` call on one thread (fastokens:
+# ``[e.ids for e in encode_batch]``), timed per text
 BASE = "@base"
 
 
@@ -71,12 +74,16 @@ def _runner(case: str):
         assert tok._native is not None, "dwstok is not on its kernels"
         if mode == "numpy":
             return lambda t: tok.encode_to_numpy(t).tolist(), tok.encode_to_numpy
+        if mode == "batch":
+            return tok.encode, lambda ts: tok.encode_batch(ts, num_threads=1)
         return tok.encode, tok.encode
     if encoder == "fastokens":
         import fastokens
 
         ft = fastokens.Tokenizer.from_tiktoken(str(RANKS), encoding="o200k_base")
         f = lambda t: ft.encode(t, split_special_tokens=True).ids  # noqa: E731
+        if mode == "batch":
+            return f, lambda ts: [e.ids for e in ft.encode_batch(ts, split_special_tokens=True)]
         return f, f
     enc = tiktoken_encoding(RANKS)
     return enc.encode_ordinary, enc.encode_ordinary
@@ -87,13 +94,17 @@ def worker(case: str, texts_path: Path, rounds: int) -> dict:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     texts = {int(k): v for k, v in json.loads(texts_path.read_text()).items()}
     as_list, call = _runner(case)
-    ids = {n: [as_list(t) for t in ts] for n, ts in texts.items()}  # the first pass
+    batch = case.split("@")[0].endswith("-batch")
+    ids = {n: call(ts) if batch else [as_list(t) for t in ts] for n, ts in texts.items()}  # the first pass
     best = {n: float("inf") for n in texts}
     for _ in range(rounds):
         for n, ts in texts.items():
             c = time.perf_counter()
-            for t in ts:
-                call(t)
+            if batch:
+                call(ts)
+            else:
+                for t in ts:
+                    call(t)
             best[n] = min(best[n], (time.perf_counter() - c) / len(ts))
     return {"us": {n: best[n] * 1e6 for n in texts}, "tokens": {n: sum(map(len, v)) for n, v in ids.items()},
             "ids_sha": {n: hashlib.sha256(json.dumps(v).encode()).hexdigest() for n, v in ids.items()}}
@@ -149,9 +160,10 @@ def main() -> None:
              "| case | " + " | ".join(f"{n} chars ({meta['bytes'][n]:.0f} B) us" for n in args.chars) + " | " + " | ".join(f"{n}: vs fastokens" for n in args.chars) + " |",
              "| --- | " + " | ".join(["---:"] * 2 * len(args.chars)) + " |"]
     for c in us:
-        ratios = [us["fastokens-list"][n] / us[c][n] for n in args.chars] if "fastokens-list" in us else []
+        peer = "fastokens-batch" if c.split("@")[0].endswith("-batch") else "fastokens-list"  # like for like
+        ratios = [us[peer][n] / us[c][n] for n in args.chars] if peer in us else []
         lines.append(f"| {c} | " + " | ".join(f"{us[c][n]:.2f}" for n in args.chars) + " | " + " | ".join(f"{r:.2f}x" for r in ratios) + " |")
-    lines += ["", "vs fastokens: its time over the case's (above 1: the case is faster). Ids equal to tiktoken's: "
+    lines += ["", "vs fastokens: its time (a batch case: its batch's) over the case's (above 1: the case is faster). Ids equal to tiktoken's: "
               + ("yes" if not mismatch else f"NO for {mismatch}")]
     print("\n".join(lines))
     stem.with_suffix(".json").write_text(json.dumps({"meta": meta, "us": us, "tokens": tokens, "runs": runs}, indent=1) + "\n")
