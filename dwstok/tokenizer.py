@@ -119,8 +119,8 @@ class _CachePool:
     hold 300 KB a thread, not 36 MB. Growing copies the entries: on dev, document by
     document, starting afresh instead was slower. The bigger cache's memory is cleared
     ahead (``NextCache``: on a thread of its own where a CPU is spare, else for calls on
-    one thread a slice each time another 1/256 of the slots fill), so that its first touch (page faults, at
-    times slow ones) does not fall in one call.
+    one thread a slice each time another 1/256 of the slots fill), so that its first
+    touch (page faults, at times slow ones) does not fall in one call.
     """
 
     MIN_BYTES = 1 << 15  # 4096 slots, 300 KB
@@ -698,7 +698,7 @@ class Tokenizer:
     def _pooled(self, text, lists: bool):
         """``encode(text)`` (``lists``) or ``encode_to_numpy(text)`` the usual way, or None
         where the general way must go: no kernels yet, no str, a lone surrogate, an
-        empty pool, a text longer than the pooled arrays.
+        empty text, an empty pool, a text longer than the pooled arrays.
 
         It takes a free pool entry and gives it back itself, as _CachePool.take and give
         would (give, for a cache due to grow): on a short text each Python call in
@@ -707,8 +707,10 @@ class Tokenizer:
         :meth:`_encode_list` has resolved that kernel: making and dropping an array of
         ids cost a short text more than encoding it.
         """
-        native = self._native
-        call = self._list_call if lists else native[2] if native is not None else None
+        if lists:
+            call = self._list_call  # (list kernel, kind, scanner table, packed tables, int table)
+        else:
+            call = self._native[2] if self._native is not None else None  # (kernel, kind, scanner table, packed tables)
         if call is None or type(text) is not str:
             return None
         try:
@@ -728,7 +730,8 @@ class Tokenizer:
             return None
         try:
             if not lists:
-                return out[:call[0](call[1], call[2], buf, call[3], cache, out)].copy()  # out goes back to the pool
+                n = call[0](call[1], call[2], buf, call[3], cache, out)
+                return out[:n].copy()  # out goes back to the pool
             box = [None]  # the kernel puts the list here
             n = call[0](call[1], call[2], buf, call[3], cache, out, call[4], id(box))
             ids = box[0]
