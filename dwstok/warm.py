@@ -40,7 +40,7 @@ def warm() -> float:
     kernel_cache.compile_here()  # the point of this run: no HF bridge, no second warm run
 
     t0 = time.perf_counter()
-    _warm_learner()
+    run_learner()
     kernel_cache.mark_learner_ready()  # a build's train stage waits for this alone
     texts = _TEXTS * 8
     langs = ["en", "de", "zh", "code"] * 8
@@ -67,19 +67,24 @@ def warm() -> float:
     return time.perf_counter() - t0
 
 
-def _warm_learner() -> None:
-    """The merge learner first: the longest kernel to compile, and the one a build that
-    started this run waits for (kernel_cache.wait_for_learner) while its own process
-    compiles the scanner. Its arguments have the train stage's types (its pieces come
-    through ``binary_buffers`` too; ids are uint16 up to a vocabulary of 65,536), or the
-    build would compile it again (tests/stages/test_train.py checks)."""
+def run_learner(threads: int = 2) -> None:
+    """Run the merge learner on a few texts, with the train stage's argument types (its
+    pieces come through ``binary_buffers`` too; ids are uint16 up to a vocabulary of
+    65,536), or the build would compile it again (tests/stages/test_train.py checks).
+
+    A warm run calls it first: the learner is the longest kernel to compile, and a build
+    that started the warm run waits for it alone (kernel_cache.wait_for_learner) while
+    its own process compiles the scanner. A build with the kernels compiled calls it on
+    one thread while its earlier stages run, to load the learner from the cache there
+    (``stages.load_kernels_early``): one thread, as a claim of two would leave the
+    stage's own learner one."""
     import pyarrow as pa
 
     from .merge_learner import learn_merges
     from .training import binary_buffers
 
     data, offsets = binary_buffers(pa.array([t.encode() for t in _TEXTS], pa.large_binary()))
-    learn_merges(data, offsets, np.ones(len(_TEXTS), np.int64), 40, threads=2)
+    learn_merges(data, offsets, np.ones(len(_TEXTS), np.int64), 40, threads=threads)
 
 
 def _warm_ranks(texts: list[str]) -> None:

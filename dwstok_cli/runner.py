@@ -106,6 +106,7 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
          as_json, overrides, wait, wait_timeout, ray_timeout, quiet, verbose, model, out, corpus_options) -> None:
     from stages import Inputs, get_run
     from stages.config import load_config
+    from stages.early import EarlyLoads
     from stages.executors import make_executor
     from stages.lock import workdir_lock
 
@@ -134,31 +135,39 @@ def _run(stages, summaries, running, *, config, corpus, workdir, workers, execut
 
     def work() -> None:
         with lock, make_executor(executor, workers, address=ray_address, progress=progress, ray_timeout=ray_timeout) as ex:
-            for stage in stages:
-                running[0] = stage
-                run = get_run(stage)
-                # What the imports made (Numba's and Arrow's modules, most of the
-                # process's objects) lives as long as the process. Frozen, it is out of
-                # the collector's walks: those a stage's many new lists set off, and
-                # release_memory's (bench/results/session21-training-20261204.md).
-                gc.freeze()
-                t0 = time.perf_counter()
-                try:
-                    m = run(cfg, inputs, out_dir(stage), ex)
-                except OSError as e:
-                    # A full disk reported by a write() names no file: name the stage folder.
-                    if getattr(e, "filename", None) is None:
-                        e.dwstok_path = out_dir(stage)
-                    raise
-                s = summary(stage, m, time.perf_counter() - t0, ex.describe())
-                summaries.append(s)
-                if stage != stages[-1]:
-                    release_memory()
-                running[0] = None
-                if not as_json and not quiet:
-                    click.echo(summary_line(s))
-                    if verbose:
-                        click.echo(detail_lines(s))
+            loads = EarlyLoads.start(stages, cfg, ex)
+            try:
+                run_each(ex, loads)
+            finally:
+                loads.join()
+
+    def run_each(ex, loads) -> None:
+        for i, stage in enumerate(stages):
+            loads.stage_started(i)
+            running[0] = stage
+            run = get_run(stage)
+            # What the imports made (Numba's and Arrow's modules, most of the
+            # process's objects) lives as long as the process. Frozen, it is out of
+            # the collector's walks: those a stage's many new lists set off, and
+            # release_memory's (bench/results/session21-training-20261204.md).
+            gc.freeze()
+            t0 = time.perf_counter()
+            try:
+                m = run(cfg, inputs, out_dir(stage), ex)
+            except OSError as e:
+                # A full disk reported by a write() names no file: name the stage folder.
+                if getattr(e, "filename", None) is None:
+                    e.dwstok_path = out_dir(stage)
+                raise
+            s = summary(stage, m, time.perf_counter() - t0, ex.describe())
+            summaries.append(s)
+            if stage != stages[-1]:
+                release_memory()
+            running[0] = None
+            if not as_json and not quiet:
+                click.echo(summary_line(s))
+                if verbose:
+                    click.echo(detail_lines(s))
 
     # After Ctrl-C the CLI leaves with os._exit (see run_in_thread); multiprocessing's
     # resource tracker then unlinks the pool's semaphores, and should not print a

@@ -147,6 +147,24 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
     return staging.commit(m)
 
 
+def load_kernels(config: Config, executor: Executor) -> None:
+    """Run a shard's kernels (the scanner, the Han sums) and Arrow's group-by on one
+    tiny document, with the types a shard gives them: ``stages.early`` calls this on a
+    thread of its own, so that they load from Numba's cache while the shards are read.
+    Nothing when the shards run elsewhere (Ray)."""
+    import pyarrow as pa
+
+    from .corpus import Batch
+    from .executors import LocalExecutor
+
+    if not isinstance(executor, LocalExecutor):
+        return
+    acc = _ShardCounts(config.pretokenize.max_piece_bytes)
+    text = pa.array(["Hello, world 2026 漢字。"], pa.large_string())
+    acc.add(Batch(text, pa.array(["en"], pa.string())), get_scanner(config.pattern))
+    acc.stats(acc.table())
+
+
 def _check_not_empty(shards: list[Shard]) -> None:
     """An obviously empty corpus is refused before anything is written."""
     if not shards or all(s.bytes == 0 for s in shards):

@@ -38,6 +38,15 @@ CONFIG_KEYS = ("version", "pattern", "vocab_size", "special_tokens", "han", "bal
 MODEL = "model.json"
 
 
+def load_kernels(config: Config, executor: Executor) -> None:
+    """Run the merge learner on a few texts, with the types ``run`` gives it:
+    ``stages.early`` calls this on a thread of its own, so that it loads from Numba's
+    cache while the stages before this one run."""
+    from dwstok.warm import run_learner
+
+    run_learner(threads=1)
+
+
 def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor) -> Manifest:
     """Train the tokenizer the config describes on the counted pieces."""
     out_dir = Path(out_dir)

@@ -147,7 +147,7 @@ from stages import Inputs, count, pretokenize, train
 from stages.executors import LocalExecutor
 from tests.stages.conftest import config
 
-warm._warm_learner()
+warm.run_learner()
 first = set(_learn_kernel.signatures)
 work = Path(sys.argv[2])
 cfg = config(vocab_size=288 + 20)
