@@ -46,7 +46,7 @@ class EarlyLoads:
 
         loads = [(i, getattr(importlib.import_module(module_name(s)), "load_kernels", None)) for i, s in enumerate(stages)]
         self = cls([(i, f) for i, f in loads if f is not None], config, executor)
-        if _compiled():
+        if self._loads and _compiled():  # (not asked otherwise: count alone imports no Numba)
             self.begin()
         return self
 

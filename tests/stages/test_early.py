@@ -62,7 +62,12 @@ def test_nothing_loads_on_a_cold_cache(monkeypatch):
     loads.join()
     monkeypatch.setattr(kernel_cache, "state", lambda: "ready")
     assert early._compiled() is True
-    assert EarlyLoads.start(["count", "export"], None, None)._thread is None  # no stage with kernels
+    asked = []
+    monkeypatch.setattr(early, "_compiled", lambda: asked.append(1) or True)
+    # no stage with kernels: the cache is not even looked at (that imports Numba, which
+    # a process of `dwstok count` alone otherwise never does)
+    assert EarlyLoads.start(["count", "export"], None, None)._thread is None
+    assert asked == []
 
 
 SAME_TYPES = """
