@@ -58,6 +58,18 @@ def write_jsonl(path: Path, rows, *, compression: str | None = None) -> Path:
     return path
 
 
+def fresh_process(script: str, *args: str) -> list[str]:
+    """The words ``script`` prints, run with ``args`` in a new Python process from the
+    repository's root: no kernel signature that another test's call had loaded."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", script, *args], cwd=root, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout.split()
+
+
 @pytest.fixture
 def small_parquet(tmp_path) -> Path:
     return write_parquet(tmp_path / "corpus.parquet", docs())

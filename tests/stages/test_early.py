@@ -3,13 +3,11 @@ stage before it has started, with the types the stage gives them."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
-from pathlib import Path
 
 from stages import early
 from stages.early import EarlyLoads
+from tests.stages.conftest import fresh_process
 
 
 def test_each_stages_kernels_load_once_the_stage_before_it_has_started():
@@ -95,10 +93,5 @@ print(*map(len, first), [set(k.signatures) for k in kernels] == first)
 
 def test_the_early_loads_call_the_kernels_with_the_stages_types(tmp_path, small_parquet):
     # Had a load given a kernel other types (a writable buffer, int32 offsets), it would
-    # have compiled a second signature, and the stage loaded its own after all. A fresh
-    # process: no signature that another test's call had loaded.
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", SAME_TYPES, str(small_parquet), str(tmp_path / "w")],
-                         cwd=root, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "1", "1", "True"]
+    # have compiled a second signature, and the stage loaded its own after all.
+    assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "1", "1", "True"]

@@ -160,14 +160,7 @@ print(len(first), set(_learn_kernel.signatures) == first)
 def test_the_warm_runs_learner_has_the_train_stages_argument_types(tmp_path, small_parquet):
     # A build on a cold cache waits for the learner that the warm run compiles first; if
     # the stage's arguments had other types (read-only offsets, say), Numba would compile
-    # the learner again in the build. A fresh process: no signature that another test's
-    # call had loaded.
-    import subprocess
-    import sys
-    from pathlib import Path
+    # the learner again in the build.
+    from tests.stages.conftest import fresh_process
 
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", SAME_TYPES, str(small_parquet), str(tmp_path / "w")],
-                         cwd=root, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "True"]
+    assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "True"]

@@ -1,9 +1,7 @@
 """``python -m stages.warm`` (run by ``make setup``): pretokenize's kernels compile there
 with the types a build gives them, so the first build after setup compiles none."""
 
-import subprocess
-import sys
-from pathlib import Path
+from tests.stages.conftest import fresh_process
 
 SAME_TYPES = """
 import sys
@@ -24,11 +22,7 @@ print(*map(len, first), [set(k.signatures) for k in kernels] == first, m.counts[
 
 
 def test_the_warm_run_compiles_pretokenizes_kernels_with_a_builds_types(tmp_path, small_parquet):
-    # A fresh process: no signature that another test's call had loaded. The build below
-    # cuts long pieces and sums Han characters; had the warm run given either kernel other
-    # types (a writable buffer, int32 offsets), the build would have added a signature.
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run([sys.executable, "-c", SAME_TYPES, str(small_parquet), str(tmp_path / "w")],
-                         cwd=root, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["1", "1", "True", "True"]
+    # The build below cuts long pieces and sums Han characters; had the warm run given
+    # either kernel other types (a writable buffer, int32 offsets), the build would have
+    # added a signature.
+    assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "1", "True", "True"]
