@@ -74,10 +74,9 @@ def run_learner(threads: int = 2) -> None:
 
     A warm run calls it first: the learner is the longest kernel to compile, and a build
     that started the warm run waits for it alone (kernel_cache.wait_for_learner) while
-    its own process compiles the scanner. A build with the kernels compiled calls it on
-    one thread while its earlier stages run, to load the learner from the cache there
-    (``stages.load_kernels_early``): one thread, as a claim of two would leave the
-    stage's own learner one."""
+    its own process compiles the scanner. With the kernels compiled, a caller that wants
+    the learner loaded from the cache before it needs it runs this on a thread of its
+    own, with ``threads=1``: a claim of two would leave its own learner one."""
     import pyarrow as pa
 
     from .merge_learner import learn_merges

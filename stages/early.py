@@ -65,9 +65,10 @@ class EarlyLoads:
     def join(self, timeout: float | None = 10.0) -> None:
         """Stop loading further stages' kernels; wait for the one loading (a thread still
         inside Numba when the interpreter ends could crash it)."""
-        self.stage_started(1 << 30)
-        with self._started:
+        with self._started:  # (both at once: a thread woken between them would load one more)
             self._loads = []
+            self._stage = 1 << 30
+            self._started.notify_all()
         if self._thread is not None:
             self._thread.join(timeout)
 
