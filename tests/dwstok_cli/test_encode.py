@@ -73,7 +73,7 @@ def test_json_offsets(model):
     text = "the 語é 1234567 👨‍👩‍👧"
     r = run([path, text, "--json"])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)
     assert doc["tokenizer"] == "dwstok 32.3" and doc["n_vocab"] == tok.n_vocab
     assert [t["id"] for t in doc["tokens"]] == tok.encode(text)
     check_json(doc, text)
@@ -86,7 +86,7 @@ def test_stdin_and_file(model, tmp_path):
     for args in ([path], [path, "-"]):
         r = run([*args, "--json"], input="hello\nthe\n")
         assert r.exit_code == 0, r.output
-        assert [t["id"] for t in json.loads(r.output)["tokens"]] == tok.encode("hello\nthe\n")
+        assert [t["id"] for t in json.loads(r.stdout)["tokens"]] == tok.encode("hello\nthe\n")
     f = tmp_path / "t.txt"
     f.write_bytes("hé".encode())
     assert [t["id"] for t in json.loads(run([path, "--file", str(f), "--json"]).output)["tokens"]] == tok.encode("hé")
@@ -125,7 +125,7 @@ def test_compare(model, reftok, tiktoken_cache):
     text = "研究就是在不知道自己在做什么的时候所做的事。 $1,234.5 <bos> 👨‍👩‍👧"
     r = run([path, text, "--json", "--compare", "gpt2,o200k,mistral", "--reference-dir", str(reftok)])
     assert r.exit_code == 0, r.output
-    doc = json.loads(r.output)
+    doc = json.loads(r.stdout)  # (a first use may say on stderr that it compiles a kernel)
     enc = json.loads((reftok / "encodings.json").read_text())["encodings"]
     want = {}
     for name, key in (("gpt2", "r50k_base"), ("o200k", "o200k_base")):
