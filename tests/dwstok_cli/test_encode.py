@@ -89,7 +89,7 @@ def test_stdin_and_file(model, tmp_path):
         assert [t["id"] for t in json.loads(r.stdout)["tokens"]] == tok.encode("hello\nthe\n")
     f = tmp_path / "t.txt"
     f.write_bytes("hé".encode())
-    assert [t["id"] for t in json.loads(run([path, "--file", str(f), "--json"]).output)["tokens"]] == tok.encode("hé")
+    assert [t["id"] for t in json.loads(run([path, "--file", str(f), "--json"]).stdout)["tokens"]] == tok.encode("hé")
     f.write_bytes(b"h\xffe")
     r = run([path, "--file", str(f)])
     assert r.exit_code == 3 and r.output.strip() == f"Error: {f} is not UTF-8: byte 1 is 0xff"
@@ -97,7 +97,7 @@ def test_stdin_and_file(model, tmp_path):
 
 def test_allowed_special(model):
     path, tok = model
-    ids = lambda args: [t["id"] for t in json.loads(run([path, "<bos>hi", "--json", *args]).output)["tokens"]]
+    ids = lambda args: [t["id"] for t in json.loads(run([path, "<bos>hi", "--json", *args]).stdout)["tokens"]]
     assert ids([]) == tok.encode("<bos>hi") and tok.special_tokens["<bos>"] not in ids([])
     got = ids(["--allowed-special", "<bos>"])
     assert got[0] == tok.special_tokens["<bos>"] and got[1:] == tok.encode("hi")

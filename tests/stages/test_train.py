@@ -10,7 +10,7 @@ from stages import Inputs, count, pretokenize, train
 from stages.executors import LocalExecutor
 from stages.manifest import read_manifest
 
-from .conftest import config, docs
+from .conftest import config, docs, fresh_process
 
 dtrain = pytest.importorskip("dwstok.training")
 from dwstok.tokenizer import Tokenizer  # noqa: E402
@@ -161,6 +161,4 @@ def test_the_warm_runs_learner_has_the_train_stages_argument_types(tmp_path, sma
     # A build on a cold cache waits for the learner that the warm run compiles first; if
     # the stage's arguments had other types (read-only offsets, say), Numba would compile
     # the learner again in the build.
-    from tests.stages.conftest import fresh_process
-
     assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "True"]
