@@ -511,6 +511,95 @@ def _grow_rows(ev, size):
 
 
 @njit
+def _first_pairs(ids, offsets, weights, piece, nt, pool0):
+    """The initial count, on ``nt`` threads, each a run of the pieces of about equal
+    bytes: fills ``piece``'s rows (see _learn_kernel) and returns, per byte pair
+    xy = 256 x + y, its weighted count and the number of pieces it occurs in, then the
+    pool ``occ`` (room for half as many more) and its end: the pieces of each byte pair,
+    ascending, each once, the pairs' runs in xy order.
+
+    A thread counts into tables of its own, and writes its pieces of a pair after those
+    of the threads before it, so the pool is the same on any number of threads. (On one
+    thread it was a tenth of the learner's time on a large corpus.)"""
+    n_pieces = offsets.shape[0] - 1
+    off0 = offsets[0]
+    for w in range(n_pieces):
+        piece[4 * w] = offsets[w] - off0
+        piece[4 * w + 1] = offsets[w + 1] - offsets[w] if weights[w] > 0 else 0
+        piece[4 * w + 2] = weights[w]
+    first = np.empty(nt + 1, np.int64)  # thread t takes pieces first[t]..first[t + 1] - 1
+    for t in range(nt):
+        first[t] = np.searchsorted(offsets[:n_pieces], off0 + (offsets[n_pieces] - off0) * t // nt)
+    first[nt] = n_pieces
+    count = np.zeros((nt, 65536), np.int64)  # weighted count, then the thread's next slot in occ
+    n = np.zeros((nt, 65536), np.int64)  # pieces counted
+    last = np.full((nt, 65536), -1, np.int32)  # the piece last counted (or listed)
+    occ = np.empty(0, np.int32)
+    if nt > 1:
+        _pairs_threads(nt, False, ids, piece, first, count, n, last, occ)
+    else:
+        _count_pairs(np.int64(0), ids, piece, first, count, n, last)
+    xy_count = np.zeros(65536, np.int64)
+    xy_n = np.zeros(65536, np.int64)
+    used = np.int64(0)
+    for xy in range(65536):
+        for t in range(nt):
+            xy_count[xy] += count[t, xy]
+            xy_n[xy] += n[t, xy]
+            count[t, xy] = used
+            used += n[t, xy]
+            last[t, xy] = -1
+    # Room for half as many again: the first merges add listings fast, and a pool that
+    # fills at once is squeezed again and again for little (its tail costs no memory
+    # until it is written).
+    occ = np.empty(max(pool0, used + used // 2), np.int32)
+    if nt > 1:
+        _pairs_threads(nt, True, ids, piece, first, count, n, last, occ)
+    else:
+        _list_pairs(np.int64(0), ids, piece, first, count, last, occ)
+    return xy_count, xy_n, occ, used
+
+
+@njit
+def _count_pairs(t, ids, piece, first, count, n, last):
+    """Thread t's part of the initial count: its pieces' byte pairs, in its own rows."""
+    for w in range(first[t], first[t + 1]):
+        s = piece[4 * w]
+        wt = piece[4 * w + 2]
+        for k in range(piece[4 * w + 1] - 1):
+            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
+            count[t, xy] += wt
+            if last[t, xy] != w:
+                last[t, xy] = w
+                n[t, xy] += 1
+
+
+@njit
+def _list_pairs(t, ids, piece, first, at, last, occ):
+    """Thread t's listings: each of its pieces once at ``at[t, xy]`` of each byte pair."""
+    for w in range(first[t], first[t + 1]):
+        s = piece[4 * w]
+        for k in range(piece[4 * w + 1] - 1):
+            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
+            if last[t, xy] != w:
+                last[t, xy] = w
+                occ[at[t, xy]] = w
+                at[t, xy] += 1
+
+
+@njit_parallel
+def _pairs_threads(nt, listing, ids, piece, first, count, n, last, occ):
+    """``_count_pairs`` (or ``_list_pairs``) on ``nt`` threads. Only a learner that holds
+    the claim on threads calls it (see _parallel_claim)."""
+    for t in prange(nt):
+        # (t as int64, as the one-thread call passes it: one compile of each)
+        if listing:
+            _list_pairs(np.int64(t), ids, piece, first, count, last, occ)
+        else:
+            _count_pairs(np.int64(t), ids, piece, first, count, n, last)
+
+
+@njit
 def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, max_len, stop, cap0, pool0, hot,
                   threads, par_min, out_left, out_right, out_count):
     # Merge i goes to out_left[i], out_right[i] and out_count[i] (room for n_merges),
@@ -518,7 +607,6 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     n_pieces = offsets.shape[0] - 1
     n_forced = forced_left.shape[0]
     n_tokens_max = 256 + n_merges
-    off0 = offsets[0]
 
     # Token bytes (for the tie rule): token t is tbytes[tstart[t]:tstart[t] + tlen[t]].
     tstart = np.empty(n_tokens_max, np.int64)
@@ -537,33 +625,15 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     # (bench/results/session25-learner-threads-20261204.md). A merge rewrites the run
     # in place, left to right, so it only shrinks.
     piece = np.empty(4 * n_pieces, np.int64)
-    for w in range(n_pieces):
-        piece[4 * w] = offsets[w] - off0
-        piece[4 * w + 1] = offsets[w + 1] - offsets[w] if weights[w] > 0 else 0
-        piece[4 * w + 2] = weights[w]
 
     # Pairs: (left, right, weighted count) and the pieces they occur in. A pair's
     # adjacencies all appear in one step -- the initial count for byte pairs, else the
     # merge that made its newer token -- so its piece list is one segment of the `occ`
     # pool, written once. A piece listed may have lost the pair since; a merge rescans
     # its pieces anyway, so such entries cost a scan and change nothing.
-    # The initial count: byte pairs in a dense 256 x 256 table (count, and pieces each
-    # counted once), then pair ids in (left, right) order and their piece lists by
-    # counting sort (pieces ascending within each).
-    xy_count = np.zeros(65536, np.int64)
-    xy_pieces = np.zeros(65536, np.int64)
-    xy_last = np.full(65536, -1, np.int32)  # the piece last counted for the byte pair
-    for w in range(n_pieces):
-        s = offsets[w] - off0
-        wt = weights[w]
-        for k in range(piece[4 * w + 1] - 1):
-            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
-            xy_count[xy] += wt
-            if xy_last[xy] != w:
-                xy_last[xy] = w
-                xy_pieces[xy] += 1
-    # Counters start as np.int64, not 0: a literal 0 passed to a kernel compiles it
-    # once more, for the literal's type.
+    # The initial count (see _first_pairs) gives the byte pairs' segments in (left,
+    # right) order; pair ids follow that order.
+    xy_count, xy_pieces, occ, used = _first_pairs(ids, offsets, weights, piece, threads, pool0)
     n_pairs = np.int64(0)
     for xy in range(65536):
         n_pairs += xy_pieces[xy] > 0
@@ -573,29 +643,17 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     pc = np.zeros(cap, np.int64)
     seg_start = np.empty(cap, np.int64)
     seg_len = np.zeros(cap, np.int32)
-    byte_pair = xy_last  # reused: byte pair -> pair id
-    for xy in range(65536):
-        byte_pair[xy] = -1
-    used = np.int64(0)
+    start = np.int64(0)
     q = 0
     for xy in range(65536):
         if xy_pieces[xy] > 0:
             pl[q] = xy >> 8
             pr[q] = xy & 255
             pc[q] = xy_count[xy]
-            seg_start[q] = used
-            used += xy_pieces[xy]
-            byte_pair[xy] = q
+            seg_start[q] = start
+            seg_len[q] = xy_pieces[xy]
+            start += xy_pieces[xy]
             q += 1
-    occ = np.empty(max(pool0, used + used // 8), np.int32)
-    for w in range(n_pieces):
-        s = offsets[w] - off0
-        for k in range(piece[4 * w + 1] - 1):
-            q = byte_pair[np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])]
-            e = seg_start[q] + seg_len[q]
-            if seg_len[q] == 0 or occ[e - 1] != w:
-                occ[e] = w
-                seg_len[q] += 1
     # (left, right) -> pair: the pairs whose counts fall at a merge, and forced merges;
     # kept under half full (it grows before a step that could fill it).
     size = 16
@@ -769,7 +827,9 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
             used = _compact(occ, seg_start, seg_len, pc, first_new)
             spent = np.int64(0)
             fit = max(pool0, (used + n_occ_new) * 5 // 4)
-            if used + n_occ_new > occ.shape[0] or 2 * fit < occ.shape[0]:
+            # (grown whenever under a fifth is left free: squeezing out a few spent
+            # listings at a time, the pool was compacted every few merges)
+            if fit > occ.shape[0] or 2 * fit < occ.shape[0]:
                 resized = np.empty(fit, np.int32)
                 for k in range(used):
                     resized[k] = occ[k]
