@@ -2,14 +2,14 @@
 
 The in-memory reduce (``count.reduce_parts``) holds every (piece, language) row of the
 corpus in one hash group-by. Here the rows are split into K partitions by **range of
-piece bytes** (K - 1 splitters sampled from the shards), each partition is spilled to an
-Arrow IPC file in the staging folder, then reduced alone (group-by, sort) and spilled
-again as its unique pieces and its per-language counts. The reduced partitions, taken in
-splitter order, are already sorted by piece, so ``write_pieces`` streams them into
-``pieces.arrow`` and ``lang_counts.arrow`` one after the other, in record batches of a
-fixed size (so the files' bytes do not depend on K). Peak memory is one shard (split
-pass), one partition (reduce and write passes) and 8 bytes per unique piece (the totals
-pruning ranks), never the output table.
+piece bytes** (K - 1 splitters sampled from the shards), each partition is spilled to
+Arrow IPC files in the staging folder (one per worker's run of shards), then reduced
+alone (group-by, sort) and spilled again as its unique pieces and its per-language
+counts. The reduced partitions, taken in splitter order, are already sorted by piece, so
+``write_pieces`` streams them into ``pieces.arrow`` and ``lang_counts.arrow`` one after
+the other, in record batches of a fixed size (so the files' bytes do not depend on K).
+Peak memory is one shard a worker (split pass), one partition (reduce and write passes)
+and 8 bytes per unique piece (the totals pruning ranks), never the output table.
 
 Ranges rather than hashes: a hash partition would need a global sort (or a K-way merge)
 of the reduced rows to restore the output's order; with ranges the order comes free.
@@ -126,22 +126,80 @@ def reduce_partitioned(
     threads; on Ray, on the cluster: the spill folder must then be visible to the workers,
     as the stage folders already are)."""
     import pyarrow as pa
+
+    spill_dir.mkdir(parents=True, exist_ok=True)
+    cuts = splitters(paths, k)
+    k = len(cuts) + 1
+    sizes = sizes or [0] * len(paths)
+    # The shards in runs of about equal bytes, one a worker: each run spills its rows to
+    # K files of its own (a partition's rows are summed, then sorted, so which run they
+    # came from does not change the result).
+    n_runs = max(1, min(len(paths), executor.workers if executor is not None else 1))
+    runs = _runs(sizes, n_runs)
+    splits = [
+        {"paths": [str(paths[j]) for j in run], "sizes": [sizes[j] for j in run], "cuts": cuts, "langs": langs,
+         "out": str(spill_dir / f"rows-{r:04d}")}
+        for r, run in enumerate(runs)
+    ]
+    if executor is not None and len(splits) > 1:
+        total = sum(sizes)
+        spilled = list(executor.map(split_shards, splits, label="count: split shards", total_bytes=total or None,
+                                    gil_free=True))
+    else:
+        spilled = [split_shards(t, on_part=on_part) for t in splits]
+
+    # Arrow's allocator keeps freed pages: give the split pass's back before reducing.
+    pa.default_memory_pool().release_unused()
+    if on_split_done:
+        on_split_done()
+    tasks = [
+        {"rows": [x["files"][i] for x in spilled], "out": str(spill_dir / f"reduced-{i:04d}"), "n_langs": len(langs)}
+        for i in range(k)
+    ]
+    if executor is not None:
+        return list(executor.map(reduce_partition, tasks, label="count: reduce partitions", gil_free=True))
+    return [reduce_partition(t) for t in tasks]
+
+
+def _runs(sizes: list[int], n: int) -> list[list[int]]:
+    """Indices 0..len(sizes)-1 in at most ``n`` consecutive runs of about equal total
+    size: a shard goes to the run its middle byte falls in.
+
+    >>> _runs([5, 1, 1, 5, 1, 1], 2)
+    [[0, 1, 2], [3, 4, 5]]
+    >>> _runs([0, 0, 0], 2), _runs([9, 1], 3)
+    ([[0], [1, 2]], [[0], [1]])
+    """
+    weights = sizes if sum(sizes) else [1] * len(sizes)
+    total = sum(weights)
+    runs: list[list[int]] = [[] for _ in range(n)]
+    acc = 0
+    for j, w in enumerate(weights):
+        runs[min(n - 1, (2 * acc + w) * n // (2 * total))].append(j)
+        acc += w
+    return [r for r in runs if r]
+
+
+def split_shards(task: dict[str, Any], on_part: Callable[[int], None] | None = None) -> dict[str, Any]:
+    """A run of shards → their (piece, language, count) rows spilled to one file per
+    partition, ``{out}-{i:04d}.arrow`` for partition i; ``{"files", "bytes"}``.
+    Module-level, so Ray and process pools can run it."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.ipc as ipc
 
     from .manifest import read_table
 
-    spill_dir.mkdir(parents=True, exist_ok=True)
-    cuts = splitters(paths, k)
+    cuts = task["cuts"]
     k = len(cuts) + 1
-    value_set = pa.array(langs, pa.string())
+    value_set = pa.array(task["langs"], pa.string())
     schema = pa.schema([("piece", pa.large_binary()), ("lang", pa.int32()), ("count", pa.int64())])
-    rows_files = [spill_dir / f"rows-{i:04d}.arrow" for i in range(k)]
-    sinks = [pa.OSFile(str(p), "wb") for p in rows_files]
+    files = [f"{task['out']}-{i:04d}.arrow" for i in range(k)]
+    sinks = [pa.OSFile(f, "wb") for f in files]
     writers = [ipc.new_stream(s, schema) for s in sinks]
     try:
-        for j, p in enumerate(paths):
-            t = read_table(p)
+        for path, size in zip(task["paths"], task["sizes"]):
+            t = read_table(Path(path))
             # A slice at a time: the copies below (wider offsets, the partition order)
             # stay bounded however many rows one shard holds.
             for start in range(0, t.num_rows, SPLIT_ROWS):
@@ -162,24 +220,13 @@ def reduce_partitioned(
                 del part, piece, lid, rows
             del t
             if on_part:
-                on_part(sizes[j] if sizes else 0)
+                on_part(size)
     finally:
         for w in writers:
             w.close()
         for s in sinks:
             s.close()
-
-    # Arrow's allocator keeps freed pages: give the split pass's back before reducing.
-    pa.default_memory_pool().release_unused()
-    if on_split_done:
-        on_split_done()
-    tasks = [
-        {"rows": str(rows_files[i]), "out": str(spill_dir / f"reduced-{i:04d}"), "n_langs": len(langs)}
-        for i in range(k)
-    ]
-    if executor is not None:
-        return list(executor.map(reduce_partition, tasks, label="count: reduce partitions", gil_free=True))
-    return [reduce_partition(t) for t in tasks]
+    return {"files": files, "bytes": sum(task["sizes"])}
 
 
 def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
@@ -193,8 +240,12 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
     from .count import _group
     from .manifest import atomic_path
 
-    with pa.memory_map(task["rows"]) as src:
-        rows = ipc.open_stream(src).read_all()
+    tables = []
+    for f in task["rows"]:
+        with pa.memory_map(f) as src:
+            tables.append(ipc.open_stream(src).read_all())
+    rows = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    del tables
     n_in = rows.num_rows
     if n_in:
         g = _group([rows]).sort_by([("piece", "ascending"), ("lang", "ascending")]).combine_chunks()
@@ -212,7 +263,8 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
             with pa.OSFile(str(tmp), "wb") as sink, ipc.new_file(sink, table.schema) as w:
                 w.write_table(table)
         out[name] = str(path)
-    Path(task["rows"]).unlink()
+    for f in task["rows"]:
+        Path(f).unlink()
     del pieces, long
     pa.default_memory_pool().release_unused()
     return out

@@ -33,13 +33,13 @@ def in_memory(paths, langs):
     return pivot(reduce_parts(paths, langs), langs)
 
 
-def partitioned(paths, langs, spill, k, **prune_args):
+def partitioned(paths, langs, spill, k, executor=None, **prune_args):
     """The partitioned reduce written as count writes it, read back as one wide table;
     also the two files' bytes and the pruning report."""
     out = spill / "out"
     out.mkdir(parents=True, exist_ok=True)
     meta = lambda report: {"dwstok.format_version": str(count.FORMAT_VERSION), "dwstok.languages": ",".join(langs)}
-    parts = reduce_partitioned(paths, langs, spill, k=k)
+    parts = reduce_partitioned(paths, langs, spill, k=k, executor=executor)
     _, report = write_pieces(parts, out / count.PIECES, out / count.LANG_COUNTS, metadata=meta, **prune_args)
     wide, _ = read_pieces(out / count.PIECES)
     blobs = ((out / count.PIECES).read_bytes(), (out / count.LANG_COUNTS).read_bytes())
@@ -56,6 +56,19 @@ def test_partitioned_equals_in_memory(tmp_path, parts, k):
     _, one, _ = partitioned(paths, langs, tmp_path / "spill1", 1)
     assert blobs == one  # the files' bytes do not depend on K
     assert not list((tmp_path / "spill").glob("rows-*"))  # row spills are removed once reduced
+
+
+@pytest.mark.parametrize("workers", [2, 3])
+@pytest.mark.parametrize("k", [1, 3])
+def test_shards_split_on_threads_give_the_same_files(tmp_path, parts, k, workers):
+    """Each worker spills its run of shards to files of its own; the partitions sum
+    them, so the output is the same bytes as one worker's."""
+    paths, langs = parts
+    _, serial, _ = partitioned(paths, langs, tmp_path / "one", k)
+    with LocalExecutor(workers) as ex:
+        _, threaded, _ = partitioned(paths, langs, tmp_path / "many", k, executor=ex)
+    assert threaded == serial
+    assert not list((tmp_path / "many").glob("rows-*"))
 
 
 def test_small_split_slices_and_samples_change_nothing(tmp_path, parts, monkeypatch):
