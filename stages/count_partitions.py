@@ -336,7 +336,7 @@ class BatchWriter:
     def __init__(self, sink, schema, rows: int = BATCH_ROWS):
         import pyarrow.ipc as ipc
 
-        opts = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
+        opts = ipc.IpcWriteOptions(compression="zstd", use_threads=True)
         self.schema, self.rows = schema, rows
         self.writer = ipc.new_file(sink, schema, options=opts)
         self.pending: list[Any] = []
