@@ -1,11 +1,11 @@
 """pretokenize: corpus shard → ``part-NNNNN.arrow`` of (piece, lang, count), a map stage.
 
 Each input shard is streamed batch by batch: the Numba scanner splits every document's
-UTF-8 in one kernel call per batch, the pieces become an Arrow binary array over the
-batch's own text buffer (zero copy), and Arrow's hash group-by counts (piece, lang)
-pairs. The shard's marker ``part-NNNNN.json`` carries its stats: bytes and documents per
-language, Han character counts (Han = ``regex`` ``\\p{Han}``, counted on the unique pieces), pieces, skipped and
-replaced documents.
+UTF-8 in one kernel call per batch, and a hash table of the shard's (piece, lang) pairs
+counts the pieces where they lie in the batch's text (``piece_counts``). The shard's
+marker ``part-NNNNN.json`` carries its stats: bytes and documents per language, Han
+character counts (Han = ``regex`` ``\\p{Han}``, counted on the unique pieces), pieces,
+skipped and replaced documents.
 
 A piece longer than ``pretokenize.max_piece_bytes`` (default 64 KiB) is counted as
 consecutive chunks of at most that many bytes, each ending on a UTF-8 character
@@ -15,8 +15,7 @@ text comes near the limit, so the default changes nothing there; encoding is not
 affected (the tokenizer encodes every piece whole).
 
 Output schema: ``piece: binary, lang: string, count: int64``, unique (piece, lang) rows
-within the shard. (``binary``, not ``large_binary``: Arrow's hash group-by is several
-times faster on 32-bit offsets.)
+within the shard, in the order first met (``large_binary`` only past 2 GB of them).
 """
 
 from __future__ import annotations
@@ -35,12 +34,13 @@ from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.errors import InputError
 from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
 
-from . import shard_progress
+from . import piece_counts, shard_progress
 from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
 from .inputs import Inputs
 from .lineage import built_with
+from .piece_counts import PieceCounts
 from .manifest import (
     Manifest,
     Staging,
@@ -61,17 +61,12 @@ own_kernels("stages.")  # they load from the cache as dwstok's do (without Numba
 
 STAGE = "pretokenize"
 CONFIG_KEYS = ("pattern", "corpus", "pretokenize")
-# Re-aggregate a shard's partial counts once they hold this many rows (bounds memory).
-COMPACT_ROWS = 4_000_000
-# Group a shard's scanned pieces once this many wait (an offset and a language each, 8
-# bytes a piece, besides the batches' text they point into).
-PENDING_PIECES = 1 << 22
 # Scan a batch's text this many bytes at a time (a long document, such as a whole .txt
 # file, is cut where no built-in pattern's pretoken spans), so the piece offsets (8 bytes
 # per byte of text at worst) stay bounded whatever the document's size.
 SCAN_BYTES = 32 << 20
-# A shard's job spends its time in Arrow (Parquet reading, group-by) and the nogil
-# scanner kernel: threads, not spawned processes (each of which imports Numba and
+# A shard's job spends its time in Arrow (Parquet reading) and nogil kernels (the
+# scanner, the counts): threads, not spawned processes (each of which imports Numba and
 # loads the kernels before its first shard).
 GIL_FREE = True
 
@@ -148,8 +143,7 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
 
 
 def load_kernels(config: Config, executor: Executor) -> None:
-    """Run a shard's kernels (the scanner, the Han sums) and Arrow's group-by on one
-    tiny document, with the types a shard gives them: ``stages.early`` calls this on a
+    """Run a shard's kernels (the scanner, the counts, the Han sums) on one tiny document, with the types a shard gives them: ``stages.early`` calls this on a
     thread of its own, so that they load from Numba's cache while the shards are read.
     Nothing when the shards run elsewhere (Ray)."""
     import pyarrow as pa
@@ -163,6 +157,7 @@ def load_kernels(config: Config, executor: Executor) -> None:
     text = pa.array(["Hello, world 2026 漢字。"], pa.large_string())
     acc.add(Batch(text, pa.array(["en"], pa.string())), get_scanner(config.pattern))
     acc.stats(acc.table())
+    piece_counts.load_kernels()  # (and the table's growth, which one document does not reach)
 
 
 def _check_not_empty(shards: list[Shard]) -> None:
@@ -224,12 +219,7 @@ class _ShardCounts:
     def __init__(self, max_piece_bytes: int):
         self.max_piece_bytes = max_piece_bytes
         self.long_pieces = 0  # pieces over the limit, each counted as chunks
-        self.parts: list[Any] = []  # grouped (piece, lang, count) tables
-        self.rows = 0
-        # Pieces not grouped yet, one table a scanned window: (piece, lang index into
-        # ``_lang_at``'s keys), grouped together once they hold PENDING_PIECES (see _group).
-        self.pending: list[Any] = []
-        self.pending_pieces = 0
+        self.counts = PieceCounts()  # (piece, language index into ``_lang_at``'s keys) -> count
         self._lang_at: dict[str, int] = {}  # the shard's languages, in the order met
         self.bytes_by_lang: Counter[str] = Counter()
         self.docs_by_lang: Counter[str] = Counter()
@@ -262,57 +252,14 @@ class _ShardCounts:
         shard_idx = np.array([self._lang_at.setdefault(g, len(self._lang_at)) for g in langs], np.int32)
         lang_idx = shard_idx[lang_idx]
         for seg_offs, seg_lang in scan_windows(scanner, data, doc_offs, lang_idx, SCAN_BYTES):
-            self._count(scanner, data, bufs[2], seg_offs, seg_lang)
+            self._count(scanner, data, seg_offs, seg_lang)
 
-    def _count(self, scanner, data, data_buf, seg_offs, seg_lang) -> None:
-        import pyarrow as pa
-
+    def _count(self, scanner, data, seg_offs, seg_lang) -> None:
         piece_offs, per_seg = split_documents(scanner, data, seg_offs)
         piece_offs, per_seg, n_long = cap_pieces(data, piece_offs, per_seg, self.max_piece_bytes)
         self.long_pieces += n_long
-        n_pieces = len(piece_offs) - 1
-        self.pieces += n_pieces
-        if n_pieces == 0:
-            return
-        pieces = _binary_array(piece_offs, data_buf)
-        t = pa.table({"piece": pieces, "lang": pa.array(np.repeat(seg_lang, per_seg))})
-        if self.pending and self.pending[0].schema != t.schema:  # (large_binary: a window over 2 GB)
-            self._group()
-        self.pending.append(t)
-        self.pending_pieces += n_pieces
-        if self.pending_pieces >= PENDING_PIECES:
-            self._group()
-
-    def _group(self) -> None:
-        """Count the pending pieces by (piece, lang) into a part, in one group-by.
-
-        One group-by over the pieces of many batches: grouping each batch and then
-        combining the batches' parts was slower (bench/results/session20-training-20261204.md).
-        The rows' order is Arrow's (on one thread, fixed for a given split of the shard
-        into batches, hence for a shard); count sorts, so nothing after this stage
-        depends on it.
-        """
-        import pyarrow as pa
-
-        if not self.pending:
-            return
-        t = pa.concat_tables(self.pending)
-        self.pending, self.pending_pieces = [], 0
-        g = t.group_by(["piece", "lang"], use_threads=False).aggregate([([], "count_all")])
-        names = pa.array(list(self._lang_at), pa.string())
-        part = pa.table({"piece": g.column("piece"), "lang": names.take(g.column("lang")), "count": g.column("count_all")})
-        self.parts.append(part)
-        self.rows += part.num_rows
-        if self.rows > COMPACT_ROWS and len(self.parts) > 1:
-            self.parts = [self._combine()]
-            self.rows = self.parts[0].num_rows
-
-    def _combine(self):
-        import pyarrow as pa
-
-        t = pa.concat_tables(self.parts)
-        g = t.group_by(["piece", "lang"], use_threads=False).aggregate([("count", "sum")])
-        return pa.table({"piece": g.column("piece"), "lang": g.column("lang"), "count": g.column("count_sum")})
+        self.pieces += len(piece_offs) - 1
+        self.counts.add(data, piece_offs, np.repeat(seg_lang, per_seg).astype(np.int32, copy=False))
 
     @staticmethod
     def count_han(table) -> dict[str, int]:
@@ -341,19 +288,7 @@ class _ShardCounts:
         return {chars[m.start()]: int(sums[found[m.start()]]) for m in _HAN.finditer(chars)}
 
     def table(self):
-        import pyarrow as pa
-
-        self._group()
-        if not self.parts:
-            return pa.table(
-                {
-                    "piece": pa.array([], pa.binary()),
-                    "lang": pa.array([], pa.string()),
-                    "count": pa.array([], pa.int64()),
-                }
-            )
-        t = self.parts[0] if len(self.parts) == 1 else self._combine()
-        return t.combine_chunks()
+        return self.counts.table(list(self._lang_at))
 
     def stats(self, table) -> dict[str, Any]:
         han = self.count_han(table)
@@ -372,21 +307,6 @@ class _ShardCounts:
             "docs_by_lang": dict(sorted(self.docs_by_lang.items())),
             "han": han,
         }
-
-
-def _binary_array(offsets: np.ndarray, data_buf):
-    """Pieces as an Arrow binary array over ``data_buf`` without copying the bytes:
-    32-bit offsets relative to the first piece when they fit, else large_binary."""
-    import pyarrow as pa
-
-    n = len(offsets) - 1
-    base = int(offsets[0])
-    span = int(offsets[-1]) - base
-    if span < 2**31 - 1:
-        data = data_buf.slice(base, span) if span else pa.py_buffer(b"")
-        rel = (offsets - base).astype(np.int32)
-        return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(rel), data])
-    return pa.LargeBinaryArray.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), data_buf])
 
 
 @njit

@@ -75,6 +75,7 @@ from dwstok.merge_learner import _learn_kernel
 from dwstok.scanner import _segments_o200k
 from stages import Inputs, count, pretokenize, train
 from stages.executors import LocalExecutor
+from stages.piece_counts import _count_pieces, _rehash
 from stages.pretokenize import _sum_wide_chars
 from tests.stages.conftest import config
 
@@ -82,7 +83,7 @@ cfg = config(vocab_size=288 + 20)
 ex = LocalExecutor(2)
 pretokenize.load_kernels(cfg, ex)
 train.load_kernels(cfg, ex)
-kernels = (_segments_o200k, _sum_wide_chars, _learn_kernel)
+kernels = (_segments_o200k, _sum_wide_chars, _count_pieces, _rehash, _learn_kernel)
 first = [set(k.signatures) for k in kernels]
 work = Path(sys.argv[2])
 for st in (pretokenize, count, train):
@@ -94,4 +95,4 @@ print(*map(len, first), [set(k.signatures) for k in kernels] == first)
 def test_the_early_loads_call_the_kernels_with_the_stages_types(tmp_path, small_parquet):
     # Had a load given a kernel other types (a writable buffer, int32 offsets), it would
     # have compiled a second signature, and the stage loaded its own after all.
-    assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "1", "1", "True"]
+    assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "1", "1", "1", "1", "True"]

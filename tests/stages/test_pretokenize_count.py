@@ -245,26 +245,26 @@ def test_han_counts_skip_bytes_that_are_no_utf8():
 
 
 def test_counts_do_not_depend_on_how_pieces_are_grouped(tmp_path, small_parquet, monkeypatch):
-    # A shard's pieces wait and are grouped together (PENDING_PIECES), the groups then
-    # combined (COMPACT_ROWS): grouping a few pieces at a time must give each shard the
-    # same (piece, lang, count) rows and count the same bytes; batches of several
-    # languages map theirs to the shard's.
+    # A shard's counts start small and grow: batches of 3 documents and a table that
+    # starts with 4 slots must give each shard the same (piece, lang, count) rows, in the
+    # same order, and count the same bytes; batches of several languages map theirs to
+    # the shard's.
     import pyarrow as pa
 
     from stages.corpus import PARQUET_BATCH_ROWS
+    from stages.piece_counts import PieceCounts
 
     def rows_of(work):
         out = []
         for name in sorted(p.name for p in (work / "pretokenize").glob("part-*.arrow")):
             with pa.memory_map(str(work / "pretokenize" / name)) as f:
                 t = pa.ipc.open_file(f).read_all()
-            out.append(sorted(zip(*(t.column(c).to_pylist() for c in ("piece", "lang", "count")))))
+            out.append(list(zip(*(t.column(c).to_pylist() for c in ("piece", "lang", "count")))))
         return out
 
     cfg = config()
     run_both(cfg, [small_parquet], tmp_path / "a")
-    monkeypatch.setattr(pretokenize, "PENDING_PIECES", 7)
-    monkeypatch.setattr(pretokenize, "COMPACT_ROWS", 5)
+    monkeypatch.setattr(pretokenize, "PieceCounts", lambda: PieceCounts(slots=4))
     monkeypatch.setattr("stages.corpus.PARQUET_BATCH_ROWS", 3)
     run_both(cfg, [small_parquet], tmp_path / "b")
     a, b = rows_of(tmp_path / "a"), rows_of(tmp_path / "b")

@@ -1,0 +1,169 @@
+"""A shard's pieces counted by (bytes, language) in a hash table of our own.
+
+Hand-written rather than Arrow's group-by, which pretokenize used before: Arrow first
+needs the pieces as a table (one row a piece) and then hashes rows of two keys, and this
+was about a third of the stage's time (bench/results/session33-20261205.md has both).
+Here a kernel reads each piece where the scanner left it in the batch's text, and only
+a piece not seen before is copied.
+
+The rows come out in the order their pieces were first met, so a shard's table does
+not depend on how its text was cut into batches (count sorts them in any case).
+
+>>> import numpy as np
+>>> c = PieceCounts()
+>>> data = np.frombuffer(b"ab ab ab ab", np.uint8)
+>>> c.add(data, np.array([0, 2, 5, 8, 11]), np.array([0, 0, 1, 0], np.int32))
+>>> t = c.table(["en", "fr"])
+>>> t.column("piece").to_pylist(), t.column("lang").to_pylist(), t.column("count").to_pylist()
+([b'ab', b' ab', b' ab'], ['en', 'en', 'fr'], [1, 2, 1])
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+import dwstok
+from dwstok._intrinsics import ix
+from dwstok._jit import drop_stale_cache, njit, own_kernels
+from dwstok.bpe.hashing import _hash_from_head, _pack8, _same_words
+
+drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
+own_kernels("stages.")
+
+# An entry (a distinct piece and language) is 4 words: the piece's first 8 bytes, where
+# its bytes start in the arena, (length << 32) | language, and its count. A slot of the
+# table holds (31 bits of the hash << 32) | entry, or -1.
+_HEAD, _START, _LEN_LANG, _COUNT = range(4)
+_EMPTY = np.int64(-1)
+_LANG_MIX = np.uint64(0xD6E8FEB86659FD93)
+
+
+@njit
+def _count_pieces(data, offs, lang, i, table, entries, arena, state):
+    """Count pieces i, i + 1, ... (piece k is data[offs[k]:offs[k + 1]] in language
+    lang[k]) until all are counted or one more might not fit: the table at half full,
+    the entries or the arena at their ends. Returns the next piece to count.
+    ``state`` is (entries used, arena bytes used)."""
+    mask = np.uint64(table.size - 1)
+    n_e = state[0]
+    used = state[1]
+    room = min(table.size // 2, entries.shape[0])
+    n = offs.size - 1
+    while i < n:
+        s = offs[i]
+        e = offs[i + 1]
+        length = e - s
+        if n_e >= room or used + length > arena.size:
+            break
+        g = np.int64(lang[i])
+        head = _pack8(data, s, e)
+        h = _hash_from_head(data, s, e, head) ^ (np.uint64(g) * _LANG_MIX)
+        tag = np.int64(h >> np.uint64(33)) << 32
+        len_lang = (length << 32) | g
+        slot = h & mask
+        while True:
+            v = table[ix(slot)]
+            if v == _EMPTY:
+                table[ix(slot)] = tag | n_e
+                entries[n_e, _HEAD] = np.int64(head)
+                entries[n_e, _START] = used
+                entries[n_e, _LEN_LANG] = len_lang
+                entries[n_e, _COUNT] = 1
+                for k in range(length):
+                    arena[ix(used + k)] = data[ix(s + k)]
+                used += length
+                n_e += 1
+                break
+            if (v & np.int64(0xFFFFFFFF00000000)) == tag:
+                x = v & np.int64(0xFFFFFFFF)
+                if (entries[x, _HEAD] == np.int64(head) and entries[x, _LEN_LANG] == len_lang
+                        and (length <= 8 or _same_words(arena, entries[x, _START] + 8, data, s + 8, length - 8))):
+                    entries[x, _COUNT] += 1
+                    break
+            slot = (slot + np.uint64(1)) & mask
+        i += 1
+    state[0] = n_e
+    state[1] = used
+    return i
+
+
+@njit
+def _rehash(table, entries, n_e, arena):
+    """Every entry into ``table`` (all -1), as ``_count_pieces`` puts them."""
+    mask = np.uint64(table.size - 1)
+    for x in range(n_e):
+        s = entries[x, _START]
+        length = entries[x, _LEN_LANG] >> 32
+        g = entries[x, _LEN_LANG] & np.int64(0xFFFFFFFF)
+        h = _hash_from_head(arena, s, s + length, np.uint64(entries[x, _HEAD])) ^ (np.uint64(g) * _LANG_MIX)
+        slot = h & mask
+        while table[ix(slot)] != _EMPTY:
+            slot = (slot + np.uint64(1)) & mask
+        table[ix(slot)] = (np.int64(h >> np.uint64(33)) << 32) | x
+
+
+class PieceCounts:
+    """The distinct (piece, language) of a shard and how often each occurs."""
+
+    def __init__(self, slots: int = 1 << 16):
+        self.slots = np.full(slots, -1, np.int64)
+        self.entries = np.empty((slots // 2, 4), np.int64)
+        self.arena = np.empty(slots * 8, np.uint8)
+        self.state = np.zeros(2, np.int64)
+
+    def __len__(self) -> int:
+        return int(self.state[0])
+
+    def add(self, data: np.ndarray, offs: np.ndarray, lang: np.ndarray) -> None:
+        """Count piece k = ``data[offs[k]:offs[k + 1]]`` in language ``lang[k]`` (an
+        index into the names ``table`` is given), for every k."""
+        n = len(offs) - 1
+        i = np.int64(0)
+        while i < n:
+            i = _count_pieces(data, offs, lang, i, self.slots, self.entries, self.arena, self.state)
+            if i < n:
+                self._grow(int(offs[i + 1] - offs[i]))
+
+    def _grow(self, piece_bytes: int) -> None:
+        n_e, used = (int(x) for x in self.state)
+        if n_e >= self.slots.size // 2:
+            self.slots = np.full(2 * self.slots.size, -1, np.int64)
+            _rehash(self.slots, self.entries, np.int64(n_e), self.arena)
+        if n_e >= self.entries.shape[0]:
+            self.entries = _grown(self.entries, n_e, 2 * self.entries.shape[0])
+        if used + piece_bytes > self.arena.size:
+            self.arena = _grown(self.arena, used, max(2 * self.arena.size, used + piece_bytes))
+
+    def table(self, names: list[str]):
+        """``(piece, lang, count)`` as an Arrow table, rows in the order first met;
+        ``lang`` is ``names[index]``."""
+        import pyarrow as pa
+
+        n_e, used = (int(x) for x in self.state)
+        e = self.entries[:n_e]
+        offsets = np.empty(n_e + 1, np.int64)
+        offsets[:n_e] = e[:, _START]
+        offsets[n_e] = used
+        data = pa.py_buffer(self.arena[:used].copy())
+        if used < 2**31 - 1:
+            piece = pa.BinaryArray.from_buffers(pa.binary(), n_e, [None, pa.py_buffer(offsets.astype(np.int32)), data])
+        else:
+            piece = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n_e, [None, pa.py_buffer(offsets), data])
+        lang = pa.array(names, pa.string()).take(pa.array((e[:, _LEN_LANG] & 0xFFFFFFFF).astype(np.int32)))
+        return pa.table({"piece": piece, "lang": lang, "count": pa.array(e[:, _COUNT].copy())})
+
+
+def load_kernels() -> None:
+    """Run both kernels once on a tiny input, with the types a shard gives them (its
+    text in a writable buffer, as Arrow's are), so that they are in Numba's cache or
+    loaded from it."""
+    c = PieceCounts(slots=2)
+    c.add(np.frombuffer(bytearray(b"ab"), np.uint8), np.arange(3, dtype=np.int64), np.zeros(2, np.int32))
+
+
+def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
+    out = np.empty((size, *a.shape[1:]), a.dtype)
+    out[:used] = a[:used]
+    return out
