@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 import dwstok
-from dwstok._intrinsics import ix
+from dwstok._intrinsics import ix, prefetch
 from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.bpe.hashing import _hash_from_head, _pack8, _same_words
 
@@ -38,6 +38,13 @@ own_kernels("stages.")
 _HEAD, _START, _LEN_LANG, _COUNT = range(4)
 _EMPTY = np.int64(-1)
 _LANG_MIX = np.uint64(0xD6E8FEB86659FD93)
+_AHEAD = 8  # pieces whose slots are asked for before they are read
+
+
+@njit
+def _key_hash(data, s, e, g):
+    """Hash of the piece data[s:e] in language g (the table's slot is its low bits)."""
+    return _hash_from_head(data, s, e, _pack8(data, s, e)) ^ (np.uint64(g) * _LANG_MIX)
 
 
 @njit
@@ -45,12 +52,19 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
     """Count pieces i, i + 1, ... (piece k is data[offs[k]:offs[k + 1]] in language
     lang[k]) until all are counted or one more might not fit: the table at half full,
     the entries or the arena at their ends. Returns the next piece to count.
-    ``state`` is (entries used, arena bytes used)."""
+    ``state`` is (entries used, arena bytes used).
+
+    A piece's slot is asked for ``_AHEAD`` pieces before it is read, so that the waits
+    on the table (a few MB, read at random) overlap."""
     mask = np.uint64(table.size - 1)
     n_e = state[0]
     used = state[1]
     room = min(table.size // 2, entries.shape[0])
     n = offs.size - 1
+    ahead = np.empty(_AHEAD, np.uint64)  # the hashes of pieces i .. i + _AHEAD - 1, by k % _AHEAD
+    for k in range(i, min(i + _AHEAD, n)):
+        ahead[k % _AHEAD] = _key_hash(data, offs[k], offs[k + 1], np.int64(lang[k]))
+        prefetch(table, ahead[k % _AHEAD] & mask)
     while i < n:
         s = offs[i]
         e = offs[i + 1]
@@ -58,8 +72,12 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
         if n_e >= room or used + length > arena.size:
             break
         g = np.int64(lang[i])
-        head = _pack8(data, s, e)
-        h = _hash_from_head(data, s, e, head) ^ (np.uint64(g) * _LANG_MIX)
+        h = ahead[i % _AHEAD]
+        if i + _AHEAD < n:
+            k = i + _AHEAD
+            ahead[k % _AHEAD] = _key_hash(data, offs[k], offs[k + 1], np.int64(lang[k]))
+            prefetch(table, ahead[k % _AHEAD] & mask)
+        head = np.int64(_pack8(data, s, e))
         tag = np.int64(h >> np.uint64(33)) << 32
         len_lang = (length << 32) | g
         slot = h & mask
@@ -67,7 +85,7 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
             v = table[ix(slot)]
             if v == _EMPTY:
                 table[ix(slot)] = tag | n_e
-                entries[n_e, _HEAD] = np.int64(head)
+                entries[n_e, _HEAD] = head
                 entries[n_e, _START] = used
                 entries[n_e, _LEN_LANG] = len_lang
                 entries[n_e, _COUNT] = 1
@@ -78,7 +96,7 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
                 break
             if (v & np.int64(0xFFFFFFFF00000000)) == tag:
                 x = v & np.int64(0xFFFFFFFF)
-                if (entries[x, _HEAD] == np.int64(head) and entries[x, _LEN_LANG] == len_lang
+                if (entries[x, _HEAD] == head and entries[x, _LEN_LANG] == len_lang
                         and (length <= 8 or _same_words(arena, entries[x, _START] + 8, data, s + 8, length - 8))):
                     entries[x, _COUNT] += 1
                     break
@@ -97,7 +115,7 @@ def _rehash(table, entries, n_e, arena):
         s = entries[x, _START]
         length = entries[x, _LEN_LANG] >> 32
         g = entries[x, _LEN_LANG] & np.int64(0xFFFFFFFF)
-        h = _hash_from_head(arena, s, s + length, np.uint64(entries[x, _HEAD])) ^ (np.uint64(g) * _LANG_MIX)
+        h = _key_hash(arena, s, s + length, g)
         slot = h & mask
         while table[ix(slot)] != _EMPTY:
             slot = (slot + np.uint64(1)) & mask
@@ -107,7 +125,8 @@ def _rehash(table, entries, n_e, arena):
 class PieceCounts:
     """The distinct (piece, language) of a shard and how often each occurs."""
 
-    def __init__(self, slots: int = 1 << 16):
+    def __init__(self, slots: int = 1 << 18):
+        # (a shard of 10 MB of text has about 200,000; the table grows as it needs)
         self.slots = np.full(slots, -1, np.int64)
         self.entries = np.empty((slots // 2, 4), np.int64)
         self.arena = np.empty(slots * 8, np.uint8)
