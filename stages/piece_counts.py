@@ -27,7 +27,7 @@ import numpy as np
 import dwstok
 from dwstok._intrinsics import ix, prefetch
 from dwstok._jit import drop_stale_cache, njit, own_kernels
-from dwstok.bpe.hashing import _hash_from_head, _pack8, _same_words
+from dwstok.hashing import _hash_from_head, _pack8, _same_words
 
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
 own_kernels("stages.")

@@ -12,7 +12,7 @@ import numpy as np
 
 from .._intrinsics import readonly
 from .._jit import njit
-from .hashing import _hash_bytes, _hash_pair, _pack8
+from ..hashing import _hash_bytes, _hash_pair, _pack8
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
 from .tables import NO_RANK, BpeTables, _filter_bits, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 

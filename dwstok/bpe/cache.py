@@ -14,7 +14,7 @@ import numpy as np
 
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
-from .hashing import _avalanche, _pack8, _same_words
+from ..hashing import _avalanche, _pack8, _same_words
 from .pages import fill_words, huge_page_array
 
 CACHE_MAX = 1 << 16  # longest piece kept in the piece cache

@@ -9,7 +9,7 @@ import numpy as np
 from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit_no_nrt
-from .hashing import _hash_pair
+from ..hashing import _hash_pair
 from .tables import NO_RANK, _filter_word, _filtered_rank
 
 

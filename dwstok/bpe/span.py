@@ -38,7 +38,7 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
-from .hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
+from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
 from .parts import _first_parts
 from .side_by_side import _merge_side_by_side

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
-from .hashing import _hash_pair, _pack8, _same_words
+from ..hashing import _hash_pair, _pack8, _same_words
 from .pages import huge_page_array
 
 NO_RANK = np.int64(1 << 40)

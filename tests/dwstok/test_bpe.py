@@ -120,7 +120,7 @@ def test_tiktoken_rule_matches_reference(seed, n, data):
 
 def test_pair_filter_passes_every_pair_and_rules_out_most_others():
     from dwstok._jit import njit
-    from dwstok.bpe.hashing import _hash_pair
+    from dwstok.hashing import _hash_pair
     from dwstok.bpe.tables import _may_merge
 
     @njit

@@ -1,12 +1,13 @@
-"""Hashes of byte strings and of pair keys, shared by every table and the piece cache."""
+"""Hashes of byte strings and of pair keys, shared by the encoder's tables and piece cache
+and by the pipeline's piece counts."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._intrinsics import load8 as _load8
-from .._intrinsics import ix as _ix
-from .._jit import njit, njit_inline
+from ._intrinsics import load8 as _load8
+from ._intrinsics import ix as _ix
+from ._jit import njit, njit_inline
 
 
 @njit_inline
