@@ -528,8 +528,15 @@ def _first_pairs(ids, offsets, weights, piece, nt, pool0):
         piece[4 * w + 1] = offsets[w + 1] - offsets[w] if weights[w] > 0 else 0
         piece[4 * w + 2] = weights[w]
     first = np.empty(nt + 1, np.int64)  # thread t takes pieces first[t]..first[t + 1] - 1
+    w = 0
     for t in range(nt):
-        first[t] = np.searchsorted(offsets[:n_pieces], off0 + (offsets[n_pieces] - off0) * t // nt)
+        # the first piece that starts at or past the thread's share of the bytes (a loop,
+        # not np.searchsorted: with it, loading the learner from the cache made Numba
+        # refresh its registries; see tests/dwstok/test_jit_cache.py)
+        at = off0 + (offsets[n_pieces] - off0) * t // nt
+        while w < n_pieces and offsets[w] < at:
+            w += 1
+        first[t] = w
     first[nt] = n_pieces
     count = np.zeros((nt, 65536), np.int64)  # weighted count, then the thread's next slot in occ
     n = np.zeros((nt, 65536), np.int64)  # pieces counted
