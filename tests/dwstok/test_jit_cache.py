@@ -42,12 +42,14 @@ import numba
 import dwstok.merge_learner as ml
 from dwstok.scanner import get_scanner
 import pyarrow as pa
+from stages import piece_counts
 from stages.pretokenize import _ShardCounts, split_documents
 
 ml._interruptible = lambda call, stop, on_progress=None, on_wait=None: call()  # in this thread
 r = ml.learn_merges(np.frombuffer(b"aaabdaaabac", np.uint8), np.array([0, 11]), np.array([1]), 3)
 offs, per_doc = split_documents(get_scanner("o200k"), np.frombuffer(b"hello world 123", np.uint8), np.array([0, 11, 15]))
 han = _ShardCounts.count_han(pa.table({"piece": pa.array(["中文".encode()], pa.binary()), "count": pa.array([2], pa.int64())}))
+piece_counts.load_kernels()
 refreshed = "numba.np.arraymath" in sys.modules  # imported by Numba's refresh of its registries
 ok = numba.njit(lambda x: x + 1)(1) == 2  # a compile afterwards refreshes as usual
 print(r.merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")], offs.tolist(), per_doc.tolist(), han == {"中": 2, "文": 2}, refreshed, ok)
