@@ -88,17 +88,21 @@ def run_learner(threads: int = 2) -> None:
 
 def _warm_ranks(texts: list[str]) -> None:
     """A tiktoken rank file's model (``merge_rule="ranks"``: from_tiktoken, load_tiktoken,
-    the tiktoken_ext plugin) derives its merges from the ranks with kernels of its own."""
+    the tiktoken_ext plugin) derives its merges from the ranks with kernels of its own.
+    The GPT-2 pattern comes last: only GPT-2's rank file uses it (``dwstok encode
+    --compare gpt2``, ``dwstok page``), and its encoder is a kernel of its own."""
     from .tiktoken_compat import ranks_bytes
     from .tokenizer import Tokenizer
 
     tokens = [bytes([b]) for b in range(256)] + [b"th", b"he", b"the", b" t", b" the", b"wo", b"wor", b"world"]
-    with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
-        path = Path(d) / "warm.tiktoken"
-        path.write_bytes(ranks_bytes((t, r) for r, t in enumerate(tokens)))
-        tok = Tokenizer.from_tiktoken(path, pattern="o200k", special_tokens={"<|endoftext|>": len(tokens)})
-    for t in texts[:4]:
-        tok.encode(t)
+    for pattern in ("o200k", "gpt2"):
+        with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
+            path = Path(d) / "warm.tiktoken"
+            path.write_bytes(ranks_bytes((t, r) for r, t in enumerate(tokens)))
+            tok = Tokenizer.from_tiktoken(path, pattern=pattern, special_tokens={"<|endoftext|>": len(tokens)})
+        for t in texts[:4]:
+            tok.encode(t)
+            tok.encode_ordinary(t)
 
 
 def main() -> None:
