@@ -519,8 +519,7 @@ def _first_pairs(ids, offsets, weights, piece, nt, pool0):
     ascending, each once, the pairs' runs in xy order.
 
     A thread counts into tables of its own, and writes its pieces of a pair after those
-    of the threads before it, so the pool is the same on any number of threads. (On one
-    thread it was a tenth of the learner's time on a large corpus.)"""
+    of the threads before it, so the pool is the same on any number of threads."""
     n_pieces = offsets.shape[0] - 1
     off0 = offsets[0]
     for w in range(n_pieces):
@@ -641,6 +640,8 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
     # The initial count (see _first_pairs) gives the byte pairs' segments in (left,
     # right) order; pair ids follow that order.
     xy_count, xy_pieces, occ, used = _first_pairs(ids, offsets, weights, piece, threads, pool0)
+    # Counters start as np.int64, not 0: a literal 0 passed to a kernel compiles it
+    # once more, for the literal's type.
     n_pairs = np.int64(0)
     for xy in range(65536):
         n_pairs += xy_pieces[xy] > 0

@@ -2,7 +2,8 @@
 
 Hand-written rather than Arrow's group-by, which pretokenize used before: Arrow first
 needs the pieces as a table (one row a piece) and then hashes rows of two keys, and this
-was about a third of the stage's time (bench/results/session33-20261205.md has both).
+took the shard threads longer than scanning and reading together (both are measured in
+bench/results/session33-20261205.md).
 Here a kernel reads each piece where the scanner left it in the batch's text, and only
 a piece not seen before is copied.
 
@@ -126,7 +127,7 @@ class PieceCounts:
     """The distinct (piece, language) of a shard and how often each occurs."""
 
     def __init__(self, slots: int = 1 << 18):
-        # (a shard of 10 MB of text has about 200,000; the table grows as it needs)
+        # room for half as many distinct pieces as slots; the table grows as it needs
         self.slots = np.full(slots, -1, np.int64)
         self.entries = np.empty((slots // 2, 4), np.int64)
         self.arena = np.empty(slots * 8, np.uint8)

@@ -143,9 +143,10 @@ def run(config: Config, inputs: Inputs, out_dir: str | Path, executor: Executor)
 
 
 def load_kernels(config: Config, executor: Executor) -> None:
-    """Run a shard's kernels (the scanner, the counts, the Han sums) on one tiny document, with the types a shard gives them: ``stages.early`` calls this on a
-    thread of its own, so that they load from Numba's cache while the shards are read.
-    Nothing when the shards run elsewhere (Ray)."""
+    """Run a shard's kernels (the scanner, the counts, the Han sums) on one tiny document,
+    with the types a shard gives them: ``stages.early`` calls this on a thread of its own,
+    so that they load from Numba's cache while the shards are read. Nothing when the
+    shards run elsewhere (Ray)."""
     import pyarrow as pa
 
     from .corpus import Batch

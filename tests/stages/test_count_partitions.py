@@ -246,8 +246,9 @@ def test_counts_past_2_32_from_count_to_train(tmp_path):
 
 @pytest.mark.slow  # Ray takes tens of seconds to start on a loaded machine
 def test_ray_reduces_partitions_like_local(tmp_path):
-    """count with K partitions reduced as Ray tasks (a private one-CPU cluster) writes
-    the same bytes as the local run."""
+    """count with K partitions reduced as Ray tasks (a private one-CPU cluster; two
+    workers, so the shards are split as two tasks too) writes the same bytes as the
+    local run."""
     ray = pytest.importorskip("ray")
     from stages.executors import make_executor
 
@@ -256,7 +257,7 @@ def test_ray_reduces_partitions_like_local(tmp_path):
     ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, configure_logging=False)
     try:
         blobs = []
-        for name, ex in (("local", LocalExecutor(1)), ("ray", make_executor("ray", 1))):
+        for name, ex in (("local", LocalExecutor(1)), ("ray", make_executor("ray", 2))):
             w = tmp_path / name
             inp = Inputs(corpus=[corpus], workdir=w)
             pretokenize.run(cfg, inp, w / "pretokenize", ex)
