@@ -229,7 +229,6 @@ class _ShardCounts:
         self.replaced = 0
 
     def add(self, batch, scanner) -> None:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
         self.skipped += batch.skipped

@@ -23,7 +23,7 @@ print(*map(len, first), [set(k.signatures) for k in kernels] == first, m.counts[
 
 
 def test_the_warm_run_compiles_pretokenizes_kernels_with_a_builds_types(tmp_path, small_parquet):
-    # The build below cuts long pieces and sums Han characters; had the warm run given
-    # either kernel other types (a writable buffer, int32 offsets), the build would have
-    # added a signature.
+    # The build below cuts long pieces, counts pieces and sums Han characters; had the
+    # warm run given any of these kernels other types (a writable buffer, int32
+    # offsets), the build would have added a signature.
     assert fresh_process(SAME_TYPES, str(small_parquet), str(tmp_path / "w")) == ["1", "1", "1", "1", "True", "True"]
