@@ -7,7 +7,15 @@ process starts on what it needs.
 
 from __future__ import annotations
 
-import click
+import os
+
+# NumPy's OpenBLAS starts a thread per CPU when NumPy is imported, and each spins a
+# while waiting for work before it sleeps, on a core the stage needs (measured in
+# bench/results/session34-20261205.md). No command does linear algebra, so a ``dwstok``
+# process, and any process it starts, runs BLAS on one thread unless the user says otherwise.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import click  # noqa: E402
 
 from .errors import ErrorHandlingGroup
 

@@ -30,6 +30,21 @@ def test_help_is_light():
     assert out.strip() == "[]"
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
+def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
+    # NumPy's OpenBLAS threads spin at import on a core a stage needs; the user's own
+    # setting wins
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    if given:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = "import os, dwstok_cli.main, numpy; print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == expected
+    if given is None:
+        assert out[1] == "1"  # NumPy started no thread
+
+
 def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parquet):
     w = tmp_path / "work"
     r = invoke(runner, "pretokenize", small_config, "--corpus", small_parquet, "--workdir", w, "--workers", 1)
