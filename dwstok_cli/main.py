@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 
-# NumPy's OpenBLAS starts a thread per CPU when NumPy is imported, and each spins a
-# while waiting for work before it sleeps, on a core the stage needs (measured in
-# bench/results/session34-20261205.md). No command does linear algebra, so a ``dwstok``
-# process, and any process it starts, runs BLAS on one thread unless the user says otherwise.
+# Threads that spin while they wait take the core a stage needs (measured in
+# bench/results/session34-20261205.md), so a ``dwstok`` process, and any process it
+# starts, sets these unless the user did:
+# - NumPy's OpenBLAS starts a thread per CPU when NumPy is imported, and each spins a
+#   while before it sleeps. No command does linear algebra: BLAS runs on one thread.
+# - Numba's OpenMP threads (the learner's parallel steps) spin between steps, while
+#   the learner's own thread runs the serial part of a merge and the train stage makes
+#   the model's rows: they sleep instead.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 import click  # noqa: E402
 

@@ -31,18 +31,20 @@ def test_help_is_light():
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
-@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
-def test_the_command_runs_blas_on_one_thread_unless_told(given, expected):
-    # NumPy's OpenBLAS threads spin at import on a core a stage needs; the user's own
-    # setting wins
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+@pytest.mark.parametrize("given", [False, True])
+def test_the_command_keeps_idle_threads_from_spinning_unless_told(given):
+    # NumPy's OpenBLAS threads spin at import, and OpenMP's between parallel steps, on
+    # a core a stage needs; the user's own settings win
+    names = ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
+    env = {k: v for k, v in os.environ.items() if k not in (*names, "OMP_NUM_THREADS")}
     if given:
-        env["OPENBLAS_NUM_THREADS"] = given
-    code = "import os, dwstok_cli.main, numpy; print(os.environ['OPENBLAS_NUM_THREADS'], len(os.listdir('/proc/self/task')))"
+        env |= {"OPENBLAS_NUM_THREADS": "3", "OMP_WAIT_POLICY": "active"}
+    code = ("import os, dwstok_cli.main, numpy; "
+            f"print(*[os.environ[k] for k in {names!r}], len(os.listdir('/proc/self/task')))")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert out[0] == expected
-    if given is None:
-        assert out[1] == "1"  # NumPy started no thread
+    assert out[:2] == (["3", "active"] if given else ["1", "passive"])
+    if not given:
+        assert out[2] == "1"  # NumPy started no thread
 
 
 def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parquet):
