@@ -7,20 +7,7 @@ process starts on what it needs.
 
 from __future__ import annotations
 
-import os
-
-# Threads that spin while they wait take the core a stage needs (measured in
-# bench/results/session34-20261205.md), so a ``dwstok`` process, and any process it
-# starts, sets these unless the user did:
-# - NumPy's OpenBLAS starts a thread per CPU when NumPy is imported, and each spins a
-#   while before it sleeps. No command does linear algebra: BLAS runs on one thread.
-# - Numba's OpenMP threads (the learner's parallel steps) spin between steps, while
-#   the learner's own thread runs the serial part of a merge and the train stage makes
-#   the model's rows: they sleep instead.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-
-import click  # noqa: E402
+import click
 
 from .errors import ErrorHandlingGroup
 
@@ -85,12 +72,33 @@ def main() -> None:
     ends with ``os._exit``. A thread that is not a daemon and still runs gets the
     ordinary exit, which waits for it.
     """
+    quiet_idle_threads()
     try:
         cli()
         code = 0
     except SystemExit as e:
         code = e.code
     leave(code)
+
+
+def quiet_idle_threads() -> None:
+    """Keep idle threads from spinning on the CPUs a stage needs, unless the user set
+    these (the program sets them for itself and the processes it starts; importing this
+    module changes nothing):
+
+    - NumPy's OpenBLAS starts a thread per CPU when NumPy is imported, and each spins a
+      while before it sleeps. No command does linear algebra: BLAS runs on one thread.
+    - Numba's OpenMP threads (the learner's parallel steps) spin between steps, while the
+      learner's own thread runs the serial part of a merge and the train stage makes the
+      model's rows: they sleep instead.
+
+    Both must be set before NumPy and Numba's threads load: the commands import them
+    only once they run. What they save: bench/results/session34-20261205.md.
+    """
+    import os
+
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 def leave(code) -> None:

@@ -32,19 +32,33 @@ def test_help_is_light():
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="counts threads in /proc")
 @pytest.mark.parametrize("given", [False, True])
-def test_the_command_keeps_idle_threads_from_spinning_unless_told(given):
+def test_the_program_keeps_idle_threads_from_spinning_unless_told(given):
     # NumPy's OpenBLAS threads spin at import, and OpenMP's between parallel steps, on
-    # a core a stage needs; the user's own settings win
+    # a core a stage needs: the program (not an import of its module) sets both, and
+    # the user's own settings win
     names = ("OPENBLAS_NUM_THREADS", "OMP_WAIT_POLICY")
     env = {k: v for k, v in os.environ.items() if k not in (*names, "OMP_NUM_THREADS")}
     if given:
         env |= {"OPENBLAS_NUM_THREADS": "3", "OMP_WAIT_POLICY": "active"}
-    code = ("import os, dwstok_cli.main, numpy; "
-            f"print(*[os.environ[k] for k in {names!r}], len(os.listdir('/proc/self/task')))")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout.split()
-    assert out[:2] == (["3", "active"] if given else ["1", "passive"])
+    code = (
+        "import atexit, os, sys\n"
+        "import dwstok_cli.main as m\n"
+        f"print(*[os.environ.get(k) for k in {names!r}], flush=True)\n"  # the import alone
+        "def report():\n"
+        "    import numpy\n"
+        f"    print(*[os.environ.get(k) for k in {names!r}], len(os.listdir('/proc/self/task')), flush=True)\n"
+        "atexit.register(report)\n"
+        "sys.argv = ['dwstok', '--version']\n"
+        "m.main()\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    before, version, after = p.stdout.splitlines()
+    assert before.split() == (["3", "active"] if given else ["None", "None"])
+    assert "dwstok" in version
+    assert after.split()[:2] == (["3", "active"] if given else ["1", "passive"])
     if not given:
-        assert out[2] == "1"  # NumPy started no thread
+        assert after.split()[2] == "1"  # NumPy started no thread
 
 
 def test_stages_run_then_up_to_date(runner, tmp_path, small_config, small_parquet):
