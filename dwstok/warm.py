@@ -95,11 +95,12 @@ def _warm_ranks(texts: list[str]) -> None:
     from .tokenizer import Tokenizer
 
     tokens = [bytes([b]) for b in range(256)] + [b"th", b"he", b"the", b" t", b" the", b"wo", b"wor", b"world"]
-    for pattern in ("o200k", "gpt2"):
-        with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
-            path = Path(d) / "warm.tiktoken"
-            path.write_bytes(ranks_bytes((t, r) for r, t in enumerate(tokens)))
-            tok = Tokenizer.from_tiktoken(path, pattern=pattern, special_tokens={"<|endoftext|>": len(tokens)})
+    with tempfile.TemporaryDirectory(prefix="dwstok-warm-") as d:
+        path = Path(d) / "warm.tiktoken"
+        path.write_bytes(ranks_bytes((t, r) for r, t in enumerate(tokens)))
+        toks = [Tokenizer.from_tiktoken(path, pattern=p, special_tokens={"<|endoftext|>": len(tokens)})
+                for p in ("o200k", "gpt2")]
+    for tok in toks:
         for t in texts[:4]:
             tok.encode(t)
             tok.encode_ordinary(t)
