@@ -44,6 +44,7 @@ from typing import Any
 
 from dwstok.errors import InputError
 
+from .arrow_compute import arrow_call, arrow_cast
 from .config import CorpusConfig
 from .manifest import file_fingerprint
 
@@ -656,7 +657,7 @@ def _read_txt(shard: Shard, cfg: CorpusConfig) -> Iterator[Batch]:
     offsets = pa.py_buffer(np.array([0, len(chunk)], dtype=np.int64).tobytes())
     one = pa.LargeBinaryArray.from_buffers(pa.large_binary(), 1, [None, offsets, pa.py_buffer(chunk)])
     try:  # over the file's own bytes, no copy; the cast checks the UTF-8
-        yield Batch(one.cast(pa.large_string()), lang, consumed=len(chunk))
+        yield Batch(arrow_cast(one, pa.large_string()), lang, consumed=len(chunk))
         return
     except pa.ArrowInvalid:
         pass
@@ -686,12 +687,13 @@ def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int, doc_
     string with the default language filled in. ``doc_base()``, when given, is the
     number of documents before the shard (a split file's later shards)."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = len(text)
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
     if text.null_count:
+        import pyarrow.compute as pc
+
         i = pc.index(pc.is_null(text), True).as_py()
         first_doc += doc_base() if doc_base is not None else 0
         raise InputError(
@@ -706,23 +708,22 @@ def _finish(shard: Shard, cfg: CorpusConfig, text, lang, *, first_doc: int, doc_
             raise InputError(
                 f"{shard.path}: column {cfg.text_field!r} is {text.type}, expected text (string)"
             )
-    text = text.cast(pa.large_string())
+    text = arrow_cast(text, pa.large_string())
     if lang is None:
         lang = pa.repeat(pa.scalar(cfg.default_lang, pa.string()), len(text))
     else:
         if isinstance(lang, pa.ChunkedArray):
             lang = lang.combine_chunks()
         if pa.types.is_dictionary(lang.type):
-            lang = lang.dictionary_decode()
+            lang = arrow_call("take", lang.dictionary, lang.indices)
         try:
-            lang = lang.cast(pa.string())
+            lang = arrow_cast(lang, pa.string())
         except pa.ArrowException:
             raise InputError(
                 f"{shard.path}: column {cfg.lang_field!r} is {lang.type}, expected text (string)"
             ) from None
-        empty = pc.equal(lang, "")
-        lang = pc.if_else(pc.or_kleene(pc.is_null(lang), empty), cfg.default_lang, lang)
-        lang = lang.cast(pa.string())
+        missing = arrow_call("or_kleene", arrow_call("is_null", lang), arrow_call("equal", lang, pa.scalar("")))
+        lang = arrow_call("if_else", missing, pa.scalar(cfg.default_lang, pa.string()), lang)
     assert len(text) == len(lang) and (n == len(text) + skipped)
     return Batch(text, lang, skipped, replaced)
 
@@ -733,7 +734,7 @@ def _utf8_binary(shard, cfg, text, lang, first_doc):
     import pyarrow as pa
 
     try:
-        return text.cast(pa.large_string()), lang, 0, 0  # cast validates UTF-8
+        return arrow_cast(text, pa.large_string()), lang, 0, 0  # the cast checks the UTF-8
     except pa.ArrowInvalid:
         pass
     keep = []
@@ -754,7 +755,7 @@ def _utf8_binary(shard, cfg, text, lang, first_doc):
                 keep.append(i)
                 replaced += 1
     if lang is not None:
-        lang = (lang.combine_chunks() if isinstance(lang, pa.ChunkedArray) else lang).take(pa.array(keep, pa.int64()))
+        lang = arrow_call("take", lang.combine_chunks() if isinstance(lang, pa.ChunkedArray) else lang, pa.array(keep, pa.int64()))
     return pa.array(out, pa.large_string()), lang, len(text) - len(keep), replaced
 
 

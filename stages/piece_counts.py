@@ -30,6 +30,8 @@ from dwstok._intrinsics import ix, prefetch
 from dwstok._jit import drop_stale_cache, njit, own_kernels
 from dwstok.hashing import _hash_from_head, _pack8, _same_words
 
+from .arrow_compute import arrow_call
+
 drop_stale_cache(Path(__file__).parent, [Path(__file__).parent, Path(dwstok.__file__).parent])
 own_kernels("stages.")
 
@@ -171,7 +173,7 @@ class PieceCounts:
             piece = pa.BinaryArray.from_buffers(pa.binary(), n_e, [None, pa.py_buffer(offsets.astype(np.int32)), data])
         else:
             piece = pa.LargeBinaryArray.from_buffers(pa.large_binary(), n_e, [None, pa.py_buffer(offsets), data])
-        lang = pa.array(names, pa.string()).take(pa.array((e[:, _LEN_LANG] & 0xFFFFFFFF).astype(np.int32)))
+        lang = arrow_call("take", pa.array(names, pa.string()), pa.array((e[:, _LEN_LANG] & 0xFFFFFFFF).astype(np.int32)))
         return pa.table({"piece": piece, "lang": lang, "count": pa.array(e[:, _COUNT].copy())})
 
 

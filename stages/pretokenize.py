@@ -35,6 +35,7 @@ from dwstok.errors import InputError
 from dwstok.scanner import KIND_CL100K, KIND_O200K, KIND_O200K_RDIGITS, get_scanner, scan_segments
 
 from . import piece_counts, shard_progress
+from .arrow_compute import arrow_call
 from .config import Config
 from .corpus import Shard, corpus_fingerprint, plan_shards, read_batches, total_bytes
 from .executors import Executor
@@ -229,8 +230,6 @@ class _ShardCounts:
         self.replaced = 0
 
     def add(self, batch, scanner) -> None:
-        import pyarrow.compute as pc
-
         self.skipped += batch.skipped
         self.replaced += batch.replaced
         text = batch.text
@@ -240,7 +239,7 @@ class _ShardCounts:
         bufs = text.buffers()
         doc_offs = np.frombuffer(bufs[1], dtype=np.int64)[text.offset : text.offset + n + 1]
         data = np.frombuffer(bufs[2], dtype=np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
-        enc = pc.dictionary_encode(batch.lang)
+        enc = arrow_call("dictionary_encode", batch.lang)
         lang_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
         langs = enc.dictionary.to_pylist()
         doc_len = np.diff(doc_offs)

@@ -71,6 +71,17 @@ def test_custom_field_names(tmp_path):
     assert read_all([tmp_path / "c.parquet"], cfg)[:2] == (["x", "y"], ["en", "zz"])
 
 
+def test_null_and_empty_languages_get_the_default(tmp_path):
+    lang = pa.array(["en", None, "", "de", ""], pa.string())
+    pq.write_table(pa.table({"text": list("abcde"), "lang": lang}), tmp_path / "c.parquet")
+    pq.write_table(pa.table({"text": list("abcde"), "lang": lang.dictionary_encode()}), tmp_path / "d.parquet")
+    (tmp_path / "e.jsonl").write_text('{"text": "a", "lang": ""}\n{"text": "b"}\n{"text": "c", "lang": null}\n')
+    cfg = CorpusConfig(default_lang="zz")
+    assert read_all([tmp_path / "c.parquet"], cfg)[1] == ["en", "zz", "zz", "de", "zz"]
+    assert read_all([tmp_path / "d.parquet"], cfg)[1] == ["en", "zz", "zz", "de", "zz"]
+    assert read_all([tmp_path / "e.jsonl"], cfg)[1] == ["zz", "zz", "zz"]
+
+
 def test_missing_lang_column_gets_the_default(tmp_path):
     pq.write_table(pa.table({"text": ["x"]}), tmp_path / "c.parquet")
     assert read_all([tmp_path / "c.parquet"])[1] == ["und"]

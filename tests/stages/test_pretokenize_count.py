@@ -12,7 +12,7 @@ from stages.count import LANG_PREFIX, read_pieces
 from stages.executors import LocalExecutor
 from stages.manifest import read_json, read_manifest
 
-from .conftest import config, docs, write_jsonl, write_parquet
+from .conftest import config, docs, fresh_process, write_jsonl, write_parquet
 
 
 def reference(rows, pattern):
@@ -272,3 +272,21 @@ def test_counts_do_not_depend_on_how_pieces_are_grouped(tmp_path, small_parquet,
     assert len({lang for part in a for _, lang, _ in part}) > 1
     for name in ("pieces.arrow", "lang_counts.arrow", "stats.json"):
         assert (tmp_path / "a" / "count" / name).read_bytes() == (tmp_path / "b" / "count" / name).read_bytes()
+
+
+PRETOKENIZE_ALONE = """
+import sys
+from pathlib import Path
+from stages import Inputs, pretokenize
+from stages.executors import LocalExecutor
+from tests.stages.conftest import config
+work = Path(sys.argv[2])
+m = pretokenize.run(config(), Inputs(corpus=[sys.argv[1]], workdir=work), work / "pretokenize", LocalExecutor(2))
+print(m.counts["docs"] > 0, "pyarrow.compute" in sys.modules)
+"""
+
+
+def test_pretokenize_never_imports_pyarrow_compute(tmp_path, small_parquet):
+    # Its import holds the GIL for 40 ms, which every shard's first batch waited for
+    # (stages/arrow_compute.py); count, the next stage, imports it.
+    assert fresh_process(PRETOKENIZE_ALONE, str(small_parquet), str(tmp_path / "w")) == ["True", "False"]
