@@ -32,8 +32,6 @@ from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 MODES = ("background", "foreground")
 _CHECK_EVERY = 0.25  # seconds between looks at the cache folder while kernels compile
 
@@ -131,6 +129,8 @@ def state() -> str:
     p = _paths()
     if p is None:
         return "cold"
+    from filelock import FileLock, Timeout  # (here: a warm cache never needs the import, 10 ms)
+
     lock = FileLock(p[1])
     try:
         lock.acquire(timeout=0)
@@ -234,6 +234,8 @@ def wait() -> None:
             print("dwstok: waiting for the kernels that compile in the background (once per install)", file=sys.stderr, flush=True)
             said = True
         if s == "compiling":
+            from filelock import FileLock
+
             try:
                 with FileLock(_paths()[1]):
                     pass
@@ -252,6 +254,8 @@ def holding_lock():
     if p is None:
         yield
         return
+    from filelock import FileLock, Timeout
+
     lock = FileLock(p[1])
     try:
         p[1].parent.mkdir(parents=True, exist_ok=True)
@@ -312,6 +316,8 @@ def background_main(run) -> int:
         os.nice(10)  # the process that waits for us comes first
     except OSError:
         pass
+    from filelock import FileLock, Timeout
+
     lock = FileLock(p[1])
     try:
         # not timeout=0: state() takes the lock for a moment to look, and a parent that
