@@ -955,6 +955,10 @@ def learn_merges(
     if not np.issubdtype(weights.dtype, np.integer) and n_pieces:
         raise InputError(f"weights must be integers (fixed point), got {weights.dtype}")
     weights = weights.astype(np.int64, copy=False)
+    # One type for the kernel whatever the caller's arrays are: a read-only one (from
+    # np.frombuffer, a memory map) had Numba compile and cache a second signature.
+    offsets = offsets if offsets.flags.writeable else offsets.copy()
+    weights = weights if weights.flags.writeable else weights.copy()
     if offsets[0] < 0 or offsets[-1] > data.shape[0] or np.any(np.diff(offsets) < 0):
         raise InputError("offsets must ascend within the data buffer")
     if n_pieces and (weights.min() < 0 or weights.max() >= 2**62):
@@ -1026,6 +1030,7 @@ def learn_merges(
     # Merge i is written before the kernel sets stop[1] > i; one more is left as a
     # margin, and the ids taken early are checked against the final ones below.
     threads = _parallel_claim(int(threads))
+    _start_threading_layer()
 
     def kernel() -> int:
         try:
@@ -1056,6 +1061,25 @@ def learn_merges(
 _PARALLEL = threading.Lock()
 _parallel_used = False
 _forked_after_use = False
+
+
+def _start_threading_layer() -> None:
+    """Start Numba's threading layer (once a process) before the learner runs.
+
+    The kernel's code calls into it (its ``prange`` steps, and at entry on any number of
+    threads). Numba starts it when it loads a cached kernel only if that kernel's own
+    compile ran the parallel passes: a signature compiled in a process that had loaded
+    its parallel callees from the cache was cached without the start-up (a library read
+    back from the cache has no ``reload_init`` to pass on), and in the next process its
+    first call jumped to address 0. Numba's issue 8578 is the same bug.
+    """
+    if numba.config.DISABLE_JIT:
+        return
+    try:
+        from numba.np.ufunc.parallel import _launch_threads
+    except ImportError:  # another Numba: its own loading has to do
+        return
+    _launch_threads()
 
 
 def _after_fork_in_child() -> None:

@@ -597,7 +597,6 @@ def binary_buffers(col) -> tuple[np.ndarray, np.ndarray]:
     bufs = arr.buffers()
     width = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
     offsets = np.frombuffer(bufs[1], width)[arr.offset : arr.offset + len(arr) + 1].astype(np.int64, copy=False)
-    offsets.flags.writeable = False  # read-only either way: one type, one compiled kernel
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.zeros(0, np.uint8)
     return data, offsets
 
