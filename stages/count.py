@@ -30,6 +30,7 @@ import numpy as np
 
 from dwstok.errors import InputError
 
+from .arrow_compute import arrow_cast, grouped_sums
 from .config import Config
 from .count_partitions import auto_partitions, reduce_partitioned, write_pieces
 from .executors import Executor
@@ -221,8 +222,8 @@ def _group(tables):
     # result is sorted next anyway, and threads only add contention.
     big = sum(_data_size(x.column("piece")) for x in tables) >= 2**31 - 1
     typ = pa.large_binary() if big else pa.binary()
-    t = pa.concat_tables([x.set_column(0, "piece", x.column("piece").cast(typ)) for x in tables])
-    g = t.group_by(["piece", "lang"], use_threads=False).aggregate([("count", "sum")])
+    t = pa.concat_tables([x.set_column(0, "piece", arrow_cast(x.column("piece"), typ)) for x in tables])
+    g = grouped_sums(t, ["piece", "lang"], "count")
     return pa.table({"piece": g.column("piece"), "lang": g.column("lang"), "count": g.column("count_sum")})
 
 

@@ -34,6 +34,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .arrow_compute import arrow_call, arrow_cast, sorted_table
+
 # Automatic K: one partition per this many bytes of (zstd-compressed) pretokenize parts
 # (about 10 times as many once decompressed): 6 partitions for 200 MB of text.
 PART_BYTES = 4 << 20
@@ -70,7 +72,6 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
     (bench/results/session20-training-20261204.md). The partitions' outputs do not
     depend on where the cuts fall."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from .manifest import read_table
 
@@ -87,13 +88,13 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
         stride = max(1, len(col) // max(1, want // len(chosen)))
         # (its chunks: pa.chunked_array reads a ChunkedArray in its list as a sequence
         # of Python scalars, one by one)
-        cols.extend(col.take(pa.array(np.arange(0, len(col), stride))).cast(pa.large_binary()).chunks)
+        cols.extend(arrow_cast(arrow_call("take", col, pa.array(np.arange(0, len(col), stride))), pa.large_binary()).chunks)
         del col
     sample = pa.chunked_array(cols, pa.large_binary()).combine_chunks()
     if len(sample) == 0:
         return []
-    sample = sample.take(pc.sort_indices(sample))
-    weight = np.cumsum(pc.binary_length(sample).to_numpy().astype(np.int64) + SAMPLE_ROW_BYTES)
+    sample = arrow_call("take", sample, arrow_call("array_sort_indices", sample))
+    weight = np.cumsum(arrow_call("binary_length", sample).to_numpy().astype(np.int64) + SAMPLE_ROW_BYTES)
     at = np.searchsorted(weight, weight[-1] * np.arange(1, k) / k)
     return sorted({sample[int(i)].as_py() for i in np.minimum(at, len(sample) - 1)})
 
@@ -101,11 +102,10 @@ def splitters(paths: list[Path], k: int) -> list[bytes]:
 def partition_ids(piece, cuts: list[bytes]) -> np.ndarray:
     """Partition of each piece: the number of splitters at or below it."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     ids = np.zeros(len(piece), np.int32)
     for s in cuts:
-        ids += pc.greater_equal(piece, pa.scalar(s, piece.type)).to_numpy(zero_copy_only=False)
+        ids += arrow_call("greater_equal", piece, pa.scalar(s, piece.type)).to_numpy(zero_copy_only=False)
     return ids
 
 
@@ -185,8 +185,8 @@ def split_shards(task: dict[str, Any], on_part: Callable[[int], None] | None = N
     partition, ``{out}-{i:04d}.arrow`` for partition i; ``{"files", "bytes"}``.
     Module-level, so Ray and process pools can run it."""
     import pyarrow as pa
-    import pyarrow.compute as pc
     import pyarrow.ipc as ipc
+    from pyarrow._compute import SetLookupOptions
 
     from .manifest import read_table
 
@@ -204,16 +204,16 @@ def split_shards(task: dict[str, Any], on_part: Callable[[int], None] | None = N
             # stay bounded however many rows one shard holds.
             for start in range(0, t.num_rows, SPLIT_ROWS):
                 part = t.slice(start, SPLIT_ROWS)
-                piece = part.column("piece").cast(pa.large_binary())
-                lid = pc.index_in(part.column("lang"), value_set=value_set).cast(pa.int32())
-                rows = pa.table({"piece": piece, "lang": lid, "count": part.column("count").cast(pa.int64())}, schema=schema)
+                piece = arrow_cast(part.column("piece"), pa.large_binary())
+                lid = arrow_cast(arrow_call("index_in", part.column("lang"), options=SetLookupOptions(value_set)), pa.int32())
+                rows = pa.table({"piece": piece, "lang": lid, "count": arrow_cast(part.column("count"), pa.int64())}, schema=schema)
                 if k == 1:
                     writers[0].write_table(rows)
                 else:
                     ids = partition_ids(piece, cuts)
                     order = np.argsort(ids, kind="stable")
                     bounds = np.searchsorted(ids[order], np.arange(k + 1))
-                    rows = rows.take(pa.array(order))
+                    rows = arrow_call("take", rows, pa.array(order))
                     for i in range(k):
                         if bounds[i + 1] > bounds[i]:
                             writers[i].write_table(rows.slice(int(bounds[i]), int(bounds[i + 1] - bounds[i])))
@@ -248,7 +248,7 @@ def reduce_partition(task: dict[str, Any]) -> dict[str, Any]:
     del tables
     n_in = rows.num_rows
     if n_in:
-        g = _group([rows]).sort_by([("piece", "ascending"), ("lang", "ascending")]).combine_chunks()
+        g = sorted_table(_group([rows]), [("piece", "ascending"), ("lang", "ascending")]).combine_chunks()
     else:
         g = pa.table({"piece": pa.array([], pa.large_binary()), "lang": pa.array([], pa.int32()), "count": pa.array([], pa.int64())})
     del rows
@@ -275,19 +275,18 @@ def split_long(g):
     the unique pieces with their total, and the rows as ``(row, lang, count)``, ``row``
     the piece's index. Vectorised: a new piece starts where the sorted bytes change."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     n = g.num_rows
     piece = g.column("piece").chunk(0) if g.column("piece").num_chunks else pa.array([], pa.large_binary())
-    piece = piece.cast(pa.large_binary())
+    piece = arrow_cast(piece, pa.large_binary())
     lang = g.column("lang").to_numpy().astype(np.uint16)
     count = g.column("count").to_numpy().astype(np.int64, copy=False)
     new = np.ones(n, dtype=bool)
     if n > 1:
-        new[1:] = pc.not_equal(piece.slice(1), piece.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        new[1:] = arrow_call("not_equal", piece.slice(1), piece.slice(0, n - 1)).to_numpy(zero_copy_only=False)
     first = np.flatnonzero(new)
     total = np.add.reduceat(count, first) if n else np.zeros(0, np.int64)
-    pieces = pa.table({"piece": piece.take(pa.array(first)), "count": pa.array(total, pa.int64())})
+    pieces = pa.table({"piece": arrow_call("take", piece, pa.array(first)), "count": pa.array(total, pa.int64())})
     row = np.cumsum(new, dtype=np.int64) - 1
     langs = pa.table({"row": pa.array(row), "lang": pa.array(lang), "count": pa.array(count)})
     return pieces, langs
