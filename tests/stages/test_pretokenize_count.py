@@ -274,19 +274,24 @@ def test_counts_do_not_depend_on_how_pieces_are_grouped(tmp_path, small_parquet,
         assert (tmp_path / "a" / "count" / name).read_bytes() == (tmp_path / "b" / "count" / name).read_bytes()
 
 
-PRETOKENIZE_ALONE = """
+PRETOKENIZE_AND_COUNT = """
 import sys
 from pathlib import Path
-from stages import Inputs, pretokenize
+from stages import Inputs, count, pretokenize
 from stages.executors import LocalExecutor
 from tests.stages.conftest import config
 work = Path(sys.argv[2])
-m = pretokenize.run(config(), Inputs(corpus=[sys.argv[1]], workdir=work), work / "pretokenize", LocalExecutor(2))
-print(m.counts["docs"] > 0, "pyarrow.compute" in sys.modules)
+inputs, ex = Inputs(corpus=[sys.argv[1]], workdir=work), LocalExecutor(2)
+m = pretokenize.run(config(), inputs, work / "pretokenize", ex)
+after_pretokenize = "pyarrow.compute" in sys.modules
+c = count.run(config(count={"partitions": 2}), inputs, work / "count", ex)
+print(m.counts["docs"] > 0, c.counts["unique_pieces"] > 0, after_pretokenize, "pyarrow.compute" in sys.modules,
+      "pyarrow.acero" in sys.modules)
 """
 
 
-def test_pretokenize_never_imports_pyarrow_compute(tmp_path, small_parquet):
-    # Its import holds the GIL for 40 ms, which every shard's first batch waited for
-    # (stages/arrow_compute.py); count, the next stage, imports it.
-    assert fresh_process(PRETOKENIZE_ALONE, str(small_parquet), str(tmp_path / "w")) == ["True", "False"]
+def test_pretokenize_and_count_never_import_pyarrow_compute(tmp_path, small_parquet):
+    # Its import holds the GIL for 40 ms, which every pretokenize shard's first batch,
+    # and then count's start, waited for (stages/arrow_compute.py).
+    out = fresh_process(PRETOKENIZE_AND_COUNT, str(small_parquet), str(tmp_path / "w"))
+    assert out == ["True", "True", "False", "False", "False"]
