@@ -133,12 +133,13 @@ class LocalExecutor(Executor):
                 yield r
             return
         import concurrent.futures as cf
-        import multiprocessing as mp
 
         n = min(self.workers, len(items))
         if gil_free:
             pool = cf.ThreadPoolExecutor(max_workers=n, thread_name_prefix="dwstok-map")
         else:
+            import multiprocessing as mp  # (only here: 5 ms a run that maps on threads alone)
+
             start_resource_tracker()
             # spawn, not fork: the parent may hold pyarrow/numba threads, and a forked
             # child of a multithreaded process can deadlock on a lock some thread held.

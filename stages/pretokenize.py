@@ -20,13 +20,13 @@ within the shard, in the order first met (``large_binary`` only past 2 GB of the
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import regex
 
 import dwstok
 from dwstok import kernel_cache
@@ -156,7 +156,8 @@ def load_kernels(config: Config, executor: Executor) -> None:
     if not isinstance(executor, LocalExecutor):
         return
     acc = _ShardCounts(config.pretokenize.max_piece_bytes)
-    text = pa.array(["Hello, world 2026 漢字。"], pa.large_string())
+    # (no character from U+2E80 on: the Han counts then need no regex, see _han_pattern)
+    text = pa.array(["Hello, wörld 2026 ٣"], pa.large_string())
     acc.add(Batch(text, pa.array(["en"], pa.string())), get_scanner(config.pattern))
     acc.stats(acc.table())
     piece_counts.load_kernels()  # (and the table's growth, which one document does not reach)
@@ -283,8 +284,10 @@ class _ShardCounts:
             if len(chunk):
                 _sum_wide_chars(*binary_buffers(chunk), counts, sums)
         found = np.flatnonzero(sums)
+        if found.size == 0:
+            return {}
         chars = "".join(map(chr, (found + _HAN_MIN).tolist()))
-        return {chars[m.start()]: int(sums[found[m.start()]]) for m in _HAN.finditer(chars)}
+        return {chars[m.start()]: int(sums[found[m.start()]]) for m in _han_pattern().finditer(chars)}
 
     def table(self):
         return self.counts.table(list(self._lang_at))
@@ -341,7 +344,15 @@ def _sum_wide_chars(data, offs, counts, sums):
 
 
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement
-_HAN = regex.compile(r"\p{Han}")
+
+
+@functools.cache
+def _han_pattern():
+    """``regex``'s ``\\p{Han}`` (imported here, when a shard's stats are made: 10 ms
+    of the GIL that the program's start would otherwise wait for)."""
+    import regex
+
+    return regex.compile(r"\p{Han}")
 
 
 def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
