@@ -6,7 +6,7 @@ batch, and count's start after it (``Array.cast``, ``take``, ``dictionary_encode
 ``Table.sort_by`` and ``group_by`` import it too). The functions here reach the same
 kernels through ``pyarrow._compute`` and ``pyarrow._acero``, the modules that
 ``pyarrow.compute`` and ``pyarrow.acero`` wrap. A build then imports it only in the
-stages after train.
+stages after train (and in count when it prunes: ``Table.filter``).
 """
 
 from __future__ import annotations
