@@ -20,7 +20,6 @@ within the shard, in the order first met (``large_binary`` only past 2 GB of the
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -156,7 +155,7 @@ def load_kernels(config: Config, executor: Executor) -> None:
     if not isinstance(executor, LocalExecutor):
         return
     acc = _ShardCounts(config.pretokenize.max_piece_bytes)
-    # (no character from U+2E80 on: the Han counts then need no regex, see _han_pattern)
+    # (no character from U+2E80 on: the Han counts then need no regex, see han_pattern)
     text = pa.array(["Hello, wörld 2026 ٣"], pa.large_string())
     acc.add(Batch(text, pa.array(["en"], pa.string())), get_scanner(config.pattern))
     acc.stats(acc.table())
@@ -273,7 +272,7 @@ class _ShardCounts:
         characters fall in are touched). It replaced a dozen NumPy passes over every byte,
         a search and a sort (bench/results/session20-training-20261204.md).
         """
-        from dwstok.training import binary_buffers
+        from dwstok.training import binary_buffers, han_pattern
 
         sums = np.zeros(0x110000 - _HAN_MIN, np.int64)
         counts_col = table.column("count")
@@ -287,7 +286,7 @@ class _ShardCounts:
         if found.size == 0:
             return {}
         chars = "".join(map(chr, (found + _HAN_MIN).tolist()))
-        return {chars[m.start()]: int(sums[found[m.start()]]) for m in _han_pattern().finditer(chars)}
+        return {chars[m.start()]: int(sums[found[m.start()]]) for m in han_pattern().finditer(chars)}
 
     def table(self):
         return self.counts.table(list(self._lang_at))
@@ -344,15 +343,6 @@ def _sum_wide_chars(data, offs, counts, sums):
 
 
 _HAN_MIN = 0x2E80  # no Han character lies below CJK Radicals Supplement
-
-
-@functools.cache
-def _han_pattern():
-    """``regex``'s ``\\p{Han}`` (imported here, when a shard's stats are made: 10 ms
-    of the GIL that the program's start would otherwise wait for)."""
-    import regex
-
-    return regex.compile(r"\p{Han}")
 
 
 def split_documents(scanner, data: np.ndarray, doc_offs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

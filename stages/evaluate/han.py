@@ -14,18 +14,11 @@ from typing import Sequence
 
 import numpy as np
 
-from dwstok.training import han_char_counts
-
-_HAN = None
+from dwstok.training import han_char_counts, han_pattern
 
 
 def _is_han_char(text: str) -> bool:
-    global _HAN
-    if _HAN is None:
-        import regex
-
-        _HAN = regex.compile(r"\p{Han}")
-    return len(text) == 1 and _HAN.fullmatch(text) is not None
+    return len(text) == 1 and han_pattern().fullmatch(text) is not None
 
 
 def han_tokens(vocab: Sequence[bytes]) -> list[int]:
