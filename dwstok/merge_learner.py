@@ -97,13 +97,19 @@ def _grow(a, size):
 
 
 @njit
+def _home(table, x, y):
+    """The slot where the probe for pair (x, y) starts."""
+    key = (np.int64(x) << 32) | np.int64(y)
+    # Fibonacci hashing: the top bits of the product depend on every bit of the key.
+    return np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & (table.shape[0] - 1)
+
+
+@njit
 def _slot(table, pl, pr, x, y):
     """Slot of pair (x, y) in the open-addressing table of pair ids, or the empty slot
     where it goes. The table holds ids only; a slot's pair is read from ``pl``/``pr``."""
-    key = (np.int64(x) << 32) | np.int64(y)
     mask = table.shape[0] - 1
-    # Fibonacci hashing: the top bits of the product depend on every bit of the key.
-    h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+    h = _home(table, x, y)
     while table[h] != -1 and not (pl[table[h]] == x and pr[table[h]] == y):
         h = (h + 1) & mask
     return h
@@ -338,7 +344,6 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
     rp = memo[t, _RP]
     lc_step = memo[t, _LC_STEP]
     rc_step = memo[t, _RC_STEP]
-    old_pair = memo[t, _LA : _RB + 1]  # by side: (x, a) by x, (b, y) by y
     old_step = memo[t, _LA_STEP : _RB_STEP + 1]
     lost_t = lost[t]
     touched_t = touched[t]
@@ -389,7 +394,6 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
                 side, k = (0, x) if y == a and site else (1, y)
                 if old_step[side, k] != step:
                     old_step[side, k] = step
-                    old_pair[side, k] = _find(table, pl, pr, x, y)
                     lost_t[side, k] = 0
                     touched_t[side, n_touched[side]] = k
                     n_touched[side] += 1
@@ -467,7 +471,12 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, los
     thread alone finds them), put them in the table, and count them, their listings
     (``seg_len``) and what the old pairs lost. ``gmap[t, k]`` is thread t's pair k.
     Returns the new ``n_pairs``."""
+    a = pl[best]
+    b = pr[best]
     for t in range(nt):
+        # Ask for the new pairs' slots first, so the table's cache misses overlap.
+        for k in range(cnt[t, _N_LOC]):
+            prefetch(table, _home(table, loc[t, 0, k], loc[t, 1, k]))
         for k in range(cnt[t, _N_LOC]):
             x = loc[t, 0, k]
             y = loc[t, 1, k]
@@ -492,11 +501,43 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, los
             pc[q] += loc_c[t, k]
             seg_len[q] += loc_n[t, k]
         pc[best] -= cnt[t, _D_BEST]
-        for side in range(2):
-            for i in range(cnt[t, _N_TA + side]):
-                k = touched[t, side, i]
-                pc[memo[t, _LA + side, k]] -= lost[t, side, k]
+        _charge_lost(t, a, b, pl, pr, pc, table, memo, lost, touched, cnt)
     return n_pairs
+
+
+@njit
+def _charge_lost(t, a, b, pl, pr, pc, table, memo, lost, touched, cnt):
+    """Take what thread t's old pairs lost off their counts: (k, a) on side 0, (b, k) on
+    side 1, for each touched k.
+
+    The pairs are looked up here, all of a step's together, rather than where the rewrite
+    meets them: each lookup is a cache miss or two in a table of megabytes, and asked
+    for first (the slots, then the pairs in them) the misses overlap instead of queueing
+    behind the rewrite's own.
+    """
+    for side in range(2):
+        rows = touched[t, side]
+        n = cnt[t, _N_TA + side]
+        for i in range(n):
+            k = np.int64(rows[i])
+            x, y = (k, np.int64(a)) if side == 0 else (np.int64(b), k)
+            prefetch(table, _home(table, x, y))
+        q_row = memo[t, _LA + side]
+        for i in range(n):
+            k = np.int64(rows[i])
+            x, y = (k, np.int64(a)) if side == 0 else (np.int64(b), k)
+            q = table[_home(table, x, y)]
+            if q != -1:  # the pair itself, or the first of its neighbours in the probe
+                prefetch(pl, q)
+                prefetch(pc, q)
+            q_row[k] = q
+        for i in range(n):
+            k = np.int64(rows[i])
+            x, y = (k, np.int64(a)) if side == 0 else (np.int64(b), k)
+            q = q_row[k]
+            if q == -1 or pl[q] != x or pr[q] != y:  # further along the probe
+                q = _find(table, pl, pr, x, y)
+            pc[q] -= lost[t, side, k]
 
 
 @njit
