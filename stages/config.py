@@ -346,7 +346,16 @@ def _yaml_load(text: str) -> Any:
     (PyYAML keeps the last one silently, so a config could say two things and mean one)."""
     import yaml
 
-    loader = yaml.SafeLoader(text)
+    fast = getattr(yaml, "CSafeLoader", None)  # libyaml's parser: the same nodes, ten times faster
+    if fast is not None:
+        try:
+            return _load_checked(fast(text), yaml)
+        except yaml.YAMLError:
+            pass  # read again by PyYAML's own parser, whose message quotes the line
+    return _load_checked(yaml.SafeLoader(text), yaml)
+
+
+def _load_checked(loader, yaml) -> Any:
     try:
         node = loader.get_single_node()
         if node is None:
