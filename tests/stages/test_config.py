@@ -145,6 +145,11 @@ def test_load_errors(tmp_path):
     p.write_text("version: [unclosed\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_config(p)
+    # libyaml reads good files; a bad one is read again by PyYAML, whose message quotes
+    # the line and points at the column
+    p.write_text("a: [1, 2\nb: 3\n")
+    with pytest.raises(ConfigError, match=r"(?s)line 2, column 2:\s+b: 3\s+\^"):
+        load_config(p)
     p.write_text("version: '1'\npattern: o200k\nextra: 1\n")
     with pytest.raises(ConfigError, match=r"unknown key 'extra' in .*bad.yaml"):
         load_config(p)
