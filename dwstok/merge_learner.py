@@ -314,7 +314,8 @@ def _collect(pl, pr, pc, seg_start, seg_len, n_pairs, hc, hp, hn, cold, nc, best
 
 # Rows of a thread's ``memo`` (by token): the new pair (x, c) of this step (a local id)
 # and the piece that last listed it; (c, y) and its piece; the old pairs (x, a) and
-# (b, y) whose counts fall; then the step each of those four was set in. (x, a) and
+# (b, y) whose counts fall (their ids, which ``_charge_lost`` looks up once the pieces
+# are rewritten); then the step each of those four was set in. (x, a) and
 # (b, y), their steps, and their counts in ``cnt``, are adjacent: sides 0 and 1 of one slice.
 _LC, _LP, _RC, _RP, _LA, _RB, _LC_STEP, _RC_STEP, _LA_STEP, _RB_STEP = range(10)
 _MEMO_ROWS = 10
@@ -325,8 +326,7 @@ _CNT_COLS = 5
 
 
 @njit
-def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
-                   memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
+def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
     """Merge (a, b) -> c in the pieces listed at occ[e:e_end], keeping what changes in
     thread ``t``'s own rows, so that threads can share a step (``_file_step`` adds
     them up after).
@@ -335,8 +335,8 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
     old adjacency that touches a site loses the piece's weight (summed per pair in
     ``lost``), every adjacency of the result that touches c gains it (a new pair: a
     local id in ``loc``, numbered in the order found), and each new pair lists the
-    piece once (in ``ev``). The pair table is only read. Stops before a piece whose
-    listings might not fit in ``ev``; returns where it stopped.
+    piece once (in ``ev``). It does not look pairs up: ``_file_step`` does, after.
+    Stops before a piece whose listings might not fit in ``ev``; returns where it stopped.
     """
     lc = memo[t, _LC]
     lp = memo[t, _LP]
@@ -453,14 +453,13 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, table, pl, pr,
 
 
 @njit_parallel
-def _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step, table, pl, pr,
-                     memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
+def _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step, memo, lost, touched, loc, loc_c, loc_n, ev, cnt):
     """``_rewrite_chunk`` on ``nt`` threads, thread t from pos[t] to end[t] (it moves pos[t]).
     The threads' pieces are disjoint, and each writes only its own rows."""
     for t in prange(nt):
         # (t as int64, as the one-thread call passes it: one compile of _rewrite_chunk)
         pos[t] = _rewrite_chunk(np.int64(t), ids, piece, occ, pos[t], end[t], a, b, c, step,
-                                table, pl, pr, memo, lost, touched, loc, loc_c, loc_n, ev, cnt)
+                                memo, lost, touched, loc, loc_c, loc_n, ev, cnt)
 
 
 @njit
@@ -529,6 +528,7 @@ def _charge_lost(t, a, b, pl, pr, pc, table, memo, lost, touched, cnt):
             q = table[_home(table, x, y)]
             if q != -1:  # the pair itself, or the first of its neighbours in the probe
                 prefetch(pl, q)
+                prefetch(pr, q)
                 prefetch(pc, q)
             q_row[k] = q
         for i in range(n):
@@ -847,11 +847,11 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
                 tcnt[t, k] = 0
         while True:
             if nt > 1:
-                _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step, table, pl, pr,
+                _rewrite_threads(nt, pos, end, ids, piece, occ, a, b, c, step,
                                  memo, lost, touched, loc, loc_c, loc_n, ev, tcnt)
             else:
                 pos[0] = _rewrite_chunk(np.int64(0), ids, piece, occ, pos[0], end[0], a, b, c,
-                                        step, table, pl, pr, memo, lost, touched, loc, loc_c, loc_n, ev, tcnt)
+                                        step, memo, lost, touched, loc, loc_c, loc_n, ev, tcnt)
             room = np.int64(0)
             for t in range(nt):
                 if pos[t] < end[t]:
