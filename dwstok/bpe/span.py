@@ -452,18 +452,15 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
 @njit_inline
 def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, pair_filter, bits, slots, vals, state, keys, front, B):
     """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
-    to merge side by side while its bytes fit in the block's room; return how many are.
+    to merge side by side while its parts fit in the block's room; return how many are.
 
     A piece set up to merge goes in the cache at once, its ids pending until step 4
     writes them: the same piece later in the block then finds it instead of merging again.
-    Two loops: the first looks the misses up and asks for the atom entries of the
-    characters of those it will merge; the second finds their first parts, once those
-    entries are on their way (a Han character's entry is a miss of its own, in a table
-    of 512 KB).
     """
     hq, heads, nexts, res, res2, res3, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot, B.misses
-    bids, boff, pslot = B.bids, B.boff, B.pslot
+    bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
     cmask = slots.shape[0] - 1
+    pmask = pairs.size - 1
     used = 0
     nq = 0
     for a in range(nmiss):
@@ -499,14 +496,12 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
-        if used + m > bids.size:  # (a piece has at most as many parts as bytes)
+        if used + m > bids.size:
             continue  # no room left in this block: step 4 merges it alone
         q = nq
         nq += 1
-        misses[_ix(q)] = j  # q <= a: the list of merges takes the place of the misses read
         res[_ix(j)] = -2 - q
         boff[_ix(q)] = used
-        used += m
         pslot[_ix(q)] = -1
         if 2 * (state[0] + 1) <= cmask + 1 and state[2] + max(m - 16, 0) <= keys.size:
             # as _put_slot, written out
@@ -521,56 +516,25 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             state[0] += 1
             state[2] += max(m - 16, 0)
             pslot[_ix(q)] = i
-        if atoms.size > 0:
-            _prefetch_atoms(buf, s, e, atoms)
-    for q in range(nq):
-        _first_parts_of(buf, bounds, b0, misses[_ix(q)], q, byte_ids, atoms, atom_pats, byte_pairs, pairs, pair_filter, bits, B)
+        base = used
+        mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, bids, base)
+        bm[_ix(q)] = mp
+        binit[_ix(q)] = mp != m
+        used += mp
+        if mp == m:  # bytes only: ranks from the dense table
+            for i in range(m - 1):
+                brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
+        else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
+            for i in range(mp - 1):  # (the filter's word too, tested then: as in step 3)
+                key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
+                h = _hash_pair(key)
+                _prefetch(pair_filter, _filter_word(pair_filter, h))
+                _prefetch(pairs, np.int64(h & np.uint64(pmask)))
+                brk[_ix(base + i)] = key
+        ppos[_ix(2 * q)] = -1
+        ppos[_ix(2 * q + 1)] = -1
+        act[_ix(q)] = q
     return nq
-
-
-@njit_inline
-def _prefetch_atoms(buf, s, e, atoms):
-    """Ask for the atom entries of the characters of 2 and 3 bytes in buf[s:e]."""
-    i = s
-    while i < e:
-        c = np.int64(buf[_ix(i)])
-        if c >= 0xE0 and c < 0xF0 and i + 2 < e:
-            _prefetch(atoms, ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | (buf[_ix(i + 2)] & 0x3F))
-            i += 3
-        elif c >= 0xC2 and c < 0xE0 and i + 1 < e:
-            _prefetch(atoms, ((c & 0x1F) << 6) | (buf[_ix(i + 1)] & 0x3F))
-            i += 2
-        else:
-            i += 1
-
-
-@njit_inline
-def _first_parts_of(buf, bounds, b0, j, q, byte_ids, atoms, atom_pats, byte_pairs, pairs, pair_filter, bits, B):
-    """Merge q (piece j of the block): its first parts to ``bids`` at ``boff[q]``, and
-    the ranks of their pairs to ``brk``, or their keys (lookups prefetched now, read in
-    step 3's first round)."""
-    bids, brk, bm, ppos, act, binit = B.bids, B.brk, B.bm, B.ppos, B.act, B.binit
-    pmask = pairs.size - 1
-    s = bounds[_ix(b0 + j)]
-    e = bounds[_ix(b0 + j + 1)]
-    m = e - s
-    base = B.boff[_ix(q)]
-    mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, bids, base)
-    bm[_ix(q)] = mp
-    binit[_ix(q)] = mp != m
-    if mp == m:  # bytes only: ranks from the dense table
-        for i in range(m - 1):
-            brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
-    else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
-        for i in range(mp - 1):  # (the filter's word too, tested then: as in step 3)
-            key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
-            h = _hash_pair(key)
-            _prefetch(pair_filter, _filter_word(pair_filter, h))
-            _prefetch(pairs, np.int64(h & np.uint64(pmask)))
-            brk[_ix(base + i)] = key
-    ppos[_ix(2 * q)] = -1
-    ppos[_ix(2 * q + 1)] = -1
-    act[_ix(q)] = q
 
 
 @njit_inline
