@@ -231,7 +231,10 @@ class NextCache:
         self._total = sum(end - start for start, end, _ in self._parts)
         self._cleared = 0  # of those words, how many are written (a slice at a time)
         self._watch = True  # whether its pages may be cold (see fill_words)
-        self._used0 = int(cache[1])  # entries of ``cache`` when this began
+        # the entries from which calls pay: a sixteenth of the slots, where GROW_SOON
+        # begins, not the count when this began, or the call that crossed the mark (a
+        # big one, at times a quarter of the way to 3/16) had paid nothing for its share
+        self._used0 = min(int(cache[1]), int(cache[0]) // 16)
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._clear, args=(self._total,), name="dwstok-cache", daemon=True)

@@ -18,6 +18,10 @@ _PAGE_WORDS = _HUGE_PAGE // 8
 # bench/results/session22-cache-pages-20261204.md).
 _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
+_MADV_POPULATE_WRITE = 23  # Linux 5.14 and later; EINVAL before
+_POPULATE_MIN = 1 << 18  # bytes: below this, the faults cost less than the call
+_EINVAL = 22
+_can_populate = True
 # Whether a page was cold in this process: the memory of later arrays comes from the
 # same pool the host took back, so each new cache had paid for a cold page of its own
 # before it moved to small pages (bench/results/session23-growth-20261204.md).
@@ -71,10 +75,13 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
     """
     global _cold_seen
     if not watch or a.nbytes < 2 * _HUGE_PAGE or a.ctypes.data % _HUGE_PAGE or not sys.platform.startswith("linux"):
+        if _cold_seen:  # small pages by now (the rest of a cold array, or a small array)
+            _populate(a, start, end)
         a[start:end] = value
         return False
     if _cold_seen:  # this process met a cold page: the next new array's pages are cold too
         _small_pages(a, start // _PAGE_WORDS * _PAGE_WORDS * 8)  # from the page ``start`` is in
+        _populate(a, start, end)
         a[start:end] = value
         return True
     lo = start
@@ -85,10 +92,26 @@ def fill_words(a: np.ndarray, start: int, end: int, value: int, watch: bool = Tr
         if time.thread_time() - t0 > _COLD_S:
             _cold_seen = True
             _small_pages(a, -(-hi // _PAGE_WORDS) * _PAGE_WORDS * 8)  # from the next page boundary
+            _populate(a, hi, end)
             a[hi:end] = value
             return True
         lo = hi
     return False
+
+
+def _populate(a: np.ndarray, start: int, end: int) -> None:
+    """Fault in the small pages of ``a[start:end]`` (int64 words) with one ``madvise``
+    (MADV_POPULATE_WRITE) instead of a trap a page as they are written, which costs
+    more on a VM (bench/results/session38-20261206.md). Contents are unchanged;
+    nothing happens on kernels without it, or below ``_POPULATE_MIN`` bytes."""
+    global _can_populate
+    if not _can_populate or (end - start) * 8 < _POPULATE_MIN or not sys.platform.startswith("linux"):
+        return
+    lo = a.ctypes.data + start * 8
+    lo_page = lo - lo % 4096  # (madvise wants a page boundary; the page is a's or already mapped)
+    if _libc().madvise(ctypes.c_void_p(lo_page), ctypes.c_size_t(a.ctypes.data + end * 8 - lo_page), _MADV_POPULATE_WRITE):
+        if ctypes.get_errno() == _EINVAL:  # the kernel has no MADV_POPULATE_WRITE
+            _can_populate = False
 
 
 def _small_pages(a: np.ndarray, rest: int) -> None:

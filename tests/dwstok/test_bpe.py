@@ -437,6 +437,69 @@ def test_a_cold_huge_page_moves_the_rest_of_a_cache_to_small_pages(monkeypatch):
     assert (bpe_cache._cache_views(ready)[0][:, 2] == -1).all()
 
 
+def _rss_kb(address, nbytes):
+    """KB of the pages of [address, address + nbytes) that are in memory (mincore)."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    lo = address - address % 4096
+    npages = -(-(address + nbytes - lo) // 4096)
+    vec = (ctypes.c_ubyte * npages)()
+    assert libc.mincore(ctypes.c_void_p(lo), ctypes.c_size_t(npages * 4096), vec) == 0
+    return 4 * sum(v & 1 for v in vec)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/smaps"), reason="Linux only")
+def test_populate_faults_in_small_pages_and_leaves_their_contents(monkeypatch):
+    # Once a cold huge page sent a process to small pages, fill_words faults an array's
+    # pages in with one madvise (MADV_POPULATE_WRITE) before writing them. The pages are
+    # then in memory, what was written before stays, and the fill is as asked; on a
+    # kernel without it (EINVAL) populating stops for good, and fills still work.
+    from dwstok.bpe import pages
+
+    words = pages._PAGE_WORDS
+    a = bpe.huge_page_array(4 * words)
+    pages._small_pages(a, 0)
+    a[:10] = 9  # touched before: kept
+    start, end = 2 * words, 3 * words
+    assert _rss_kb(a.ctypes.data + start * 8, (end - start) * 8) == 0  # nothing touched there yet
+    monkeypatch.setattr(pages, "_can_populate", True)
+    pages._populate(a, start, end)
+    if pages._can_populate:  # (a kernel before 5.14 has no MADV_POPULATE_WRITE)
+        assert _rss_kb(a.ctypes.data + start * 8, (end - start) * 8) == (end - start) * 8 // 1024
+    assert (a[:10] == 9).all() and (a[start:end] == 0).all()
+    monkeypatch.setattr(pages, "_cold_seen", True)
+    calls = []
+    monkeypatch.setattr(pages, "_populate", lambda arr, lo, hi: calls.append((lo, hi)))
+    assert pages.fill_words(a, words, 4 * words, -1, watch=False) is False
+    assert calls == [(words, 4 * words)] and (a[words:] == -1).all() and (a[:10] == 9).all()
+    monkeypatch.setattr(pages, "_cold_seen", False)  # warm huge pages: no populate
+    assert pages.fill_words(a, 0, words, 4, watch=False) is False and calls == [(words, 4 * words)]
+    monkeypatch.undo()
+    monkeypatch.setattr(pages, "_can_populate", True)
+    monkeypatch.setattr(pages, "_libc", lambda: type("L", (), {"madvise": staticmethod(lambda *x: -1)})())
+    monkeypatch.setattr(pages.ctypes, "get_errno", lambda: 22)
+    pages._populate(a, 0, words)
+    assert pages._can_populate is False
+
+
+def test_the_next_cache_is_cleared_for_the_entries_past_a_sixteenth():
+    # NextCache clears the memory of the cache a cache grows into in slices, in
+    # proportion to the entries added from a sixteenth of its slots on (where GROW_SOON
+    # begins), all of it by 3/16. The call that crossed a sixteenth pays for its entries
+    # past it too: a big call (a batch of 1 MB) had left all of it to later calls.
+    cache = bpe.new_cache(1 << 20)  # 2^17 slots
+    size = int(cache[0])
+    for used, share in ((size // 16, 0.0), (size // 16 + size // 32, 0.25), (size // 8, 0.5), (3 * size // 16, 1.0)):
+        cache[1] = used
+        step = bpe.NextCache(cache, background=False)
+        step.advance(cache)
+        assert step._cleared == int(share * step._total) or (share == 0.0 and step._cleared == 0)
+        assert step.done() == (share == 1.0)
+    cache[1] = 0
+    assert not bpe.NextCache(cache, background=False).done()
+
+
 def test_kernels_without_the_runtime_leak_no_reference_to_the_tables():
     # _encode_span and _encode_scanned run without Numba's runtime: nothing they do may
     # keep a reference to the arrays they are given, or a tokenizer's tables (and the
