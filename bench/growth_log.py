@@ -1,6 +1,8 @@
 """Every piece-cache growth in one case of bench/encode.py, in fresh processes: the
 thread, the sizes before and after, the entries moved, and its wall and CPU time,
-with each pass's total and the groups that took over 8 ms.
+with each pass's total and the groups that took over 8 ms. For a one-thread case,
+also the time spent clearing the next cache ahead (``NextCache``, a slice at a time) in
+the warm-up and in each pass, and each pass's system time and page faults.
 
 Growing a cache first touches its new memory, which on this VM can be slow; on 2
 threads it falls inside a call. With ``--baseline``, runs alternate with that
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import threading
@@ -43,20 +46,40 @@ def _child(case: str, sample: Path) -> None:
         return out
 
     C.grown_cache = bpe.grown_cache = logged  # the pool calls bpe.grown_cache
+    clearing = {"ms": 0.0, "slices": 0}
+    plain_clear = C.NextCache._clear
+
+    def timed_clear(self, upto):
+        t = time.perf_counter()
+        plain_clear(self, upto)
+        clearing["ms"] += (time.perf_counter() - t) * 1e3
+        clearing["slices"] += 1
+
+    C.NextCache._clear = timed_clear
+
+    def cleared(what):
+        events.append(f"  {what}: clearing the next cache ahead {clearing['ms']:.1f} ms in {clearing['slices']} slices")
+        clearing.update(ms=0.0, slices=0)
+
     mode, encoder, threads = E._case(case)
     E._pin(threads)
     warm, groups = E.read_sample(sample)
     run = E._runner(mode, encoder, threads, E.RANKS)
     run(warm)
+    cleared("warm-up")
     fresh = {g: [t.encode().decode() for t in texts] for g, texts in groups.items()}  # as encode.py's worker
     for p, texts in enumerate((groups, fresh)):
         t0 = time.perf_counter()
+        r0 = resource.getrusage(resource.RUSAGE_SELF)
         for g, ts in texts.items():
             t1 = time.perf_counter()
             run(ts)
             if (ms := (time.perf_counter() - t1) * 1e3) > 8:
                 events.append(f"  group {g} took {ms:.1f} ms")
-        events.append(f"pass {p + 1}: {(time.perf_counter() - t0) * 1e3:.1f} ms")
+        r1 = resource.getrusage(resource.RUSAGE_SELF)
+        cleared(f"pass {p + 1}")
+        events.append(f"pass {p + 1}: {(time.perf_counter() - t0) * 1e3:.1f} ms, sys {(r1.ru_stime - r0.ru_stime) * 1e3:.0f} ms, "
+                      f"{r1.ru_minflt - r0.ru_minflt} page faults")
     print("\n".join(events))
 
 
