@@ -455,10 +455,14 @@ def test_populate_faults_in_small_pages_and_leaves_their_contents(monkeypatch):
     # pages in with one madvise (MADV_POPULATE_WRITE) before writing them. The pages are
     # then in memory, what was written before stays, and the fill is as asked; on a
     # kernel without it (EINVAL) populating stops for good, and fills still work.
+    import mmap
+
     from dwstok.bpe import pages
 
     words = pages._PAGE_WORDS
-    a = bpe.huge_page_array(4 * words)
+    # fresh pages of its own (an array from malloc may reuse memory the suite touched)
+    area = mmap.mmap(-1, 4 * words * 8, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    a = np.frombuffer(area, np.int64)
     pages._small_pages(a, 0)
     a[:10] = 9  # touched before: kept
     start, end = 2 * words, 3 * words
