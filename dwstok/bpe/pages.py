@@ -4,6 +4,7 @@ filling one a page at a time, onto small pages once a huge one is slow to first 
 from __future__ import annotations
 
 import ctypes
+import errno
 import functools
 import sys
 import time
@@ -20,7 +21,6 @@ _COLD_S = 0.002
 _MADV_NOHUGEPAGE = 15
 _MADV_POPULATE_WRITE = 23  # Linux 5.14 and later; EINVAL before
 _POPULATE_MIN = 1 << 18  # bytes: below this, the faults cost less than the call
-_EINVAL = 22
 _can_populate = True
 # Whether a page was cold in this process: the memory of later arrays comes from the
 # same pool the host took back, so each new cache had paid for a cold page of its own
@@ -110,7 +110,7 @@ def _populate(a: np.ndarray, start: int, end: int) -> None:
     lo = a.ctypes.data + start * 8
     lo_page = lo - lo % 4096  # (madvise wants a page boundary; the page is a's or already mapped)
     if _libc().madvise(ctypes.c_void_p(lo_page), ctypes.c_size_t(a.ctypes.data + end * 8 - lo_page), _MADV_POPULATE_WRITE):
-        if ctypes.get_errno() == _EINVAL:  # the kernel has no MADV_POPULATE_WRITE
+        if ctypes.get_errno() == errno.EINVAL:  # the kernel has no MADV_POPULATE_WRITE
             _can_populate = False
 
 
