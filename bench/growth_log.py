@@ -66,10 +66,12 @@ def _child(case: str, sample: Path) -> None:
     warm, groups = E.read_sample(sample)
     run = E._runner(mode, encoder, threads, E.RANKS)
     run(warm)
+    events.append(f"  warm-up done at {(time.perf_counter() - t_start) * 1e3:7.1f} ms")
     cleared("warm-up")
     fresh = {g: [t.encode().decode() for t in texts] for g, texts in groups.items()}  # as encode.py's worker
     for p, texts in enumerate((groups, fresh)):
         t0 = time.perf_counter()
+        events.append(f"  pass {p + 1} starts at {(t0 - t_start) * 1e3:7.1f} ms")
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         for g, ts in texts.items():
             t1 = time.perf_counter()
