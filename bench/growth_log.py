@@ -1,9 +1,9 @@
 """Every piece-cache growth in one case of bench/encode.py, in fresh processes: the
 thread, the sizes before and after, the entries moved, and its wall and CPU time,
 with when the warm-up ends and each pass starts, each pass's total and the groups
-that took over 8 ms. For a one-thread case,
-also the time spent clearing the next cache ahead (``NextCache``, a slice at a time) in
-the warm-up and in each pass, and each pass's system time and page faults.
+that took over 8 ms. For a one-thread case, also the time spent clearing the next
+cache ahead (``NextCache``, a slice at a time) in the warm-up and in each pass, and
+each pass's system time and page faults.
 
 Growing a cache first touches its new memory, which on this VM can be slow; on 2
 threads it falls inside a call. With ``--baseline``, runs alternate with that

@@ -36,7 +36,7 @@ import numpy as np
 from .._intrinsics import load8 as _load8
 from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import ix as _ix
-from .._jit import njit, njit_inline, njit_no_nrt
+from .._jit import njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
@@ -496,7 +496,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
-        if used + m > bids.size:
+        if used + m > bids.size:  # (a piece has at most as many parts as bytes)
             continue  # no room left in this block: step 4 merges it alone
         q = nq
         nq += 1
