@@ -1,5 +1,5 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, ctz and clz, byte classes of 64 bytes as bit
+unsigned index, a read-only view, an address as a pointer, ctz and clz, byte classes of 64 bytes as bit
 masks (vector compares), and the code points of 64 bytes of UTF-8 at once.
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
@@ -142,6 +142,32 @@ def _make_readonly():
 
 
 readonly = _make_readonly()
+
+
+def _make_pointer():
+    """``pointer(a)``: the address ``a`` (an integer) as a ``void *``, for
+    ``numba.carray``. A view made so has no owner to count references on: the caller keeps
+    the memory alive (see bpe.encode.list_consts)."""
+    if numba.config.DISABLE_JIT:
+        return lambda a: a
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def pointer(typingctx, a):
+        if not isinstance(a, types.Integer):
+            return None
+
+        def codegen(context, builder, signature, args):
+            return builder.inttoptr(args[0], cgutils.voidptr_t)
+
+        return types.voidptr(a), codegen
+
+    return pointer
+
+
+pointer = _make_pointer()
 
 
 def _make_ctz():

@@ -38,6 +38,8 @@ __all__ = ["Tokenizer", "TokenIdError"]
 MERGE_RULES = ("merges", "ranks")
 _NO_SPECIALS: frozenset = frozenset()
 _GROW = bpe.CACHE_GROW  # a local name: read once per call
+_GROWS = bpe.GROWS  # added to a list kernel's count of ids when its cache is due to grow
+_COUNT = _GROWS - 1  # the count, without it
 _NEVER = 1 << 62  # as a cache's CACHE_SOON_AT: no more GROW_SOON
 # A batch on several threads is cut into up to this many ranges a thread (none under
 # ``_RANGE_BYTES``), taken by whichever thread is free: documents that merge slowly (CJK)
@@ -130,7 +132,7 @@ class _CachePool:
     def __init__(self):
         # slot -> (cache, out) in the order given back (popitem takes the last); a cache
         # keeps its slot for good (grown too), so that a caller can ask for it again.
-        # Public for Tokenizer._pooled, which takes and gives back an entry itself
+        # Public for Tokenizer.encode and _pooled, which take and give back an entry themselves
         # when neither needs more than a pop and a put.
         self.free: dict[int, tuple] = {}
         self._made: set[int] = set()  # every slot that has a cache
@@ -363,7 +365,9 @@ class Tokenizer:
         self._bridge_tried = False
         self._native_lock = threading.Lock()
         self._native: tuple | None = None
-        self._list_call: tuple | None = None  # the list kernel's call for _pooled, once _encode_list has made a list
+        # (list kernel, address of its descriptor, the pool's free entries) for encode(),
+        # once _encode_list has made a list
+        self._list_call: tuple | None = None
         if packed is not None:
             self._set_native(packed)
 
@@ -695,47 +699,37 @@ class Tokenizer:
         finally:
             self._caches.give(cache, out, slot)
 
-    def _pooled(self, text, lists: bool):
-        """``encode(text)`` (``lists``) or ``encode_to_numpy(text)`` the usual way, or None
-        where the general way must go: no kernels yet, no str, a lone surrogate, an
-        empty text, an empty pool, a text longer than the pooled arrays.
+    def _pooled(self, text):
+        """``encode_to_numpy(text)`` the usual way, or None where the general way must go:
+        no kernels yet, no str, a lone surrogate, an empty pool, a text longer than the
+        pooled arrays.
 
         It takes a free pool entry and gives it back itself, as _CachePool.take and give
         would (give, for a cache due to grow): on a short text each Python call in
         between had cost a tenth of the time (bench/results/session31-20261205.md).
-        ``encode()``'s list is made in the kernel's call (dwstok.pylist.list_into), once
-        :meth:`_encode_list` has resolved that kernel: making and dropping an array of
-        ids cost a short text more than encoding it.
+        ``encode()`` does the same for lists, inline.
         """
-        if lists:
-            call = self._list_call  # (list kernel, kind, scanner table, packed tables, int table)
-        else:
-            call = self._native[2] if self._native is not None else None  # (kernel, kind, scanner table, packed tables)
+        call = self._native[2] if self._native is not None else None  # (kernel, kind, scanner table, packed tables)
         if call is None or type(text) is not str:
             return None
         try:
             buf = text.encode()
         except UnicodeEncodeError:
             return None  # _utf8 names the surrogate
+        if not buf:
+            return np.zeros(0, np.uint32)
         free = self._caches.free
         try:
-            slot, got = free.popitem() if buf else (0, None)
+            slot, got = free.popitem()
         except KeyError:  # none free: the pool makes one
-            return None
-        if got is None:
             return None
         cache, out = got
         if len(buf) > len(out) or len(buf) > len(cache):  # take() would make one
             free[slot] = got
             return None
         try:
-            if not lists:
-                n = call[0](call[1], call[2], buf, call[3], cache, out)
-                return out[:n].copy()  # out goes back to the pool
-            box = [None]  # the kernel puts the list here
-            n = call[0](call[1], call[2], buf, call[3], cache, out, call[4], id(box))
-            ids = box[0]
-            return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
+            n = call[0](call[1], call[2], buf, call[3], cache, out)
+            return out[:n].copy()  # out goes back to the pool
         finally:
             if cache[_GROW]:
                 self._caches.give(cache, out, slot)
@@ -744,7 +738,7 @@ class Tokenizer:
 
     def _encode_list(self, buf: bytes) -> list[int]:
         """``_encode_bytes(buf)`` as a list, with no array of its own in between where the
-        kernels can make it (then ``_pooled`` calls that kernel itself)."""
+        kernels can make it (then ``encode()`` calls that kernel itself)."""
         native = self._native
         if native is None or native[2] is None or not buf:
             return self._as_list(self._encode_bytes(buf))
@@ -755,9 +749,9 @@ class Tokenizer:
             if lister is None:
                 n = kernel(kind, table, buf, tables, cache, out)
                 return self._id_lists.to_list(out[:n])
-            self._list_call = (lister[0], kind, table, tables, lister[1])
+            self._list_call = (*lister[:2], self._caches.free)
             box = [None]  # the kernel puts the list here (dwstok.pylist.list_into)
-            n = lister[0](kind, table, buf, tables, cache, out, lister[1], id(box))
+            n = lister[0](buf, lister[1], cache, out, id(box)) & _COUNT
             ids = box[0]
             return out[:n].tolist() if ids is None else ids  # None: no memory (tolist raises)
         finally:
@@ -765,13 +759,17 @@ class Tokenizer:
 
     @cached_property
     def _lister(self) -> tuple | None:
-        """``(kernel, table)`` that make ``encode()``'s list in the call that encodes,
-        or None where dwstok.pylist cannot make lists on this interpreter."""
+        """``(kernel, d, kept)`` that make ``encode()``'s list in the call that encodes:
+        the list kernel, the address of its descriptor (bpe.list_consts), and the
+        descriptor and the arrays it points at, held here so that they outlive every call
+        given the address. None where dwstok.pylist cannot make lists on this interpreter."""
         table = self._id_lists.kernel_table()
         if table is None:
             return None
         _, kind, scan_table, packed = self._native[2]
-        return compiled_entry(bpe.list_kernel(kind), kind, scan_table, b"", packed, _NO_CACHE, _NO_IDS, table, 0), table
+        consts = bpe.list_consts(kind, scan_table, packed, table)
+        kernel = compiled_entry(bpe.list_kernel(kind), b"", 0, _NO_CACHE, _NO_IDS, 0)
+        return kernel, consts.ctypes.data, (consts, scan_table, packed, table)
 
     def _allowed(self, allowed_special) -> frozenset:
         if not allowed_special:  # the usual case, once per call
@@ -819,8 +817,42 @@ class Tokenizer:
         """
         if allowed_special:
             return self._as_list(self._encode_np(text, self._allowed(allowed_special)))
-        ids = self._pooled(text, True)
-        return self._encode_list(_utf8(text)) if ids is None else ids
+        # The usual way, inline (on a short text a Python call is a tenth of the time):
+        # take a free pool entry, call the list kernel (dwstok.pylist.list_into: the list
+        # is made in the call that encodes), give the entry back, or to give() when the
+        # kernel says the cache is due to grow. The general way (_encode_list) goes first
+        # (and resolves the kernel), and where this cannot: no str, a lone surrogate, no
+        # free entry, a text longer than the pooled arrays.
+        call = self._list_call
+        if call is None or type(text) is not str:
+            return self._encode_list(_utf8(text))
+        try:
+            buf = text.encode()
+        except UnicodeEncodeError:
+            return self._encode_list(_utf8(text))  # (_utf8 names the surrogate)
+        if not buf:
+            return []
+        free = call[2]
+        try:
+            slot, got = free.popitem()
+        except KeyError:  # every entry taken (by other threads)
+            return self._encode_list(buf)
+        cache, out = got
+        if len(buf) > len(out) or len(buf) > len(cache):  # take() makes room
+            free[slot] = got
+            return self._encode_list(buf)
+        n = 0
+        try:
+            box = [None]  # the kernel puts the list here
+            n = call[0](buf, call[1], cache, out, id(box))
+            ids = box[0]
+            # None: no memory for the list (then tolist raises); read before out goes back
+            return out[: n & _COUNT].tolist() if ids is None else ids
+        finally:
+            if n < _GROWS:
+                free[slot] = got
+            else:
+                self._caches.give(cache, out, slot)
 
     @cached_property
     def _id_lists(self) -> IdLists:
@@ -866,7 +898,7 @@ class Tokenizer:
         """Like :meth:`encode`, as a uint32 array."""
         if allowed_special:
             return self._encode_np(text, self._allowed(allowed_special))
-        ids = self._pooled(text, False)
+        ids = self._pooled(text)
         return self._encode_bytes(_utf8(text)) if ids is None else ids
 
     def encode_ordinary(self, text: str) -> list[int]:

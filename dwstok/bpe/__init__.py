@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .build import build_tables
 from .cache import CACHE_GROW, CACHE_MAX_CAPACITY, CACHE_RESETS, CACHE_SLOTS, CACHE_SOON_AT, GROW_SOON, NextCache, cache_capacity, grown_cache, new_cache
-from .encode import _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel, list_kernel
+from .encode import GROWS, _encode_docs, _encode_docs_fused, _encode_fused, encode_bounds, encode_native, fused_kernel, list_consts, list_kernel
 from .merge import split_token
 from .pages import huge_page_array, on_huge_pages
 from .quadratic import QUAD_PARTS
@@ -43,6 +43,7 @@ __all__ = [
     "CACHE_SLOTS",
     "CACHE_SOON_AT",
     "GROW_SOON",
+    "GROWS",
     "NO_RANK",
     "NextCache",
     "QUAD_PARTS",
@@ -52,6 +53,7 @@ __all__ = [
     "decode_ids",
     "encode_bounds",
     "encode_native",
+    "list_consts",
     "list_kernel",
     "fused_kernel",
     "grown_cache",

@@ -3,14 +3,16 @@ wrappers that validate and allocate around them."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
+from .._intrinsics import pointer
 from .._jit import as_u8, njit, njit_inline, njit_no_nrt
 from ..pylist import list_into
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
-from .cache import _cache_views, _mark_growth, _new_cache, _new_cache_packed
-from .merge import _scratch
-from .span import PF_BLOCK, _encode_pieces, _encode_span, span_work
+from .cache import CACHE_GROW, _cache_views, _mark_growth, _new_cache, _new_cache_packed
+from .merge import _scratch, _scratch_in, scratch_words
+from .span import PF_BLOCK, _encode_pieces, _encode_span, block_words, span_work
 from .tables import BpeTables, _unpack_tables, pack_tables
 
 FEW_PIECES = 16  # a text (or a batch's document) with up to this many pieces encodes them one by one
@@ -58,6 +60,17 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
 # call, and a model only ever uses one scanner. The Python functions below pick the kernel.
 
 
+@njit_inline
+def _work(nbytes):
+    """``(bounds, S, W)`` for a text of ``nbytes`` bytes: room for its piece bounds, the
+    merge scratch (``_scratch``) and the span driver's work words (``span_work``), as
+    views of one array: one allocation a call, not three (on a short text each cost
+    about as much as scanning it)."""
+    sw = scratch_words(nbytes)
+    w = np.empty(nbytes + 1 + sw + block_words(min(PF_BLOCK, max(nbytes, 1))), np.int64)
+    return w[: nbytes + 1], _scratch_in(w[nbytes + 1 : nbytes + 1 + sw], nbytes), w[nbytes + 1 + sw :]
+
+
 @njit
 def _encode_fused_o200k(kind, table, text, P, CP, out):
     """The ids of ``text`` scanned as o200k (``kind``: with digits from the right or
@@ -76,9 +89,9 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds = np.empty(buf.size + 1, np.int64)
+    bounds, S, W = _work(buf.size)
     nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
 
 
 @njit
@@ -87,9 +100,9 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds = np.empty(buf.size + 1, np.int64)
+    bounds, S, W = _work(buf.size)
     nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
 
 
 @njit
@@ -98,9 +111,9 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds = np.empty(buf.size + 1, np.int64)
+    bounds, S, W = _work(buf.size)
     nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, _scratch(buf.size), span_work(nb), out)
+    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
 
 
 @njit_no_nrt
@@ -135,35 +148,79 @@ def _encode_few(buf, bounds, nb, T, C, S, out, n):
 _FUSED = {KIND_O200K: _encode_fused_o200k, KIND_O200K_RDIGITS: _encode_fused_o200k, KIND_CL100K: _encode_fused_cl100k, KIND_GPT2: _encode_fused_gpt2}
 
 
+# -------------------------------------------------------- lists, for encode()
+#
+# On a short text, ``encode()`` is mostly its call: Numba converts each array argument
+# to an array with a reference-counted owner, made and freed per call. So the list
+# kernels take the model's arrays (scanner table, packed tables, the shared ints of
+# dwstok.pylist) by the address of a descriptor (``list_consts``) and view them inside,
+# with no owner; only the pool's cache and ``out`` come as arrays.
+
+_CONSTS = 7  # words of a descriptor: kind, then the address and size of table, P and L
+GROWS = 1 << 32  # what a list kernel adds to its count of ids when the cache is due to grow
+
+
+def list_consts(kind: int, table: np.ndarray, P: np.ndarray, L: np.ndarray) -> np.ndarray:
+    """The descriptor whose address (``.ctypes.data``) a list kernel takes: ``kind``,
+    then the address and size of the scanner's ``table`` (uint8), the packed tables
+    ``P`` (int64) and pylist's table ``L`` (uint64). Whoever passes the address keeps the
+    descriptor and the three arrays alive while the kernel runs.
+
+    >>> d = list_consts(0, np.zeros(4, np.uint8), np.zeros(2, np.int64), np.zeros(1, np.uint64))
+    >>> d[[0, 2, 4, 6]].tolist()
+    [0, 4, 2, 1]
+    """
+    for a, dtype in ((table, np.uint8), (P, np.int64), (L, np.uint64)):
+        if a.dtype != dtype or not a.flags.c_contiguous:
+            got = f"{a.dtype}" if a.flags.c_contiguous else f"a strided {a.dtype} array"
+            raise TypeError(f"list_consts takes contiguous {np.dtype(dtype)} arrays, not {got}")
+    return np.array([kind, table.ctypes.data, table.size, P.ctypes.data, P.size, L.ctypes.data, L.size], np.int64)
+
+
+@njit_inline
+def _consts(d):
+    """``(kind, table, P, L)`` from the descriptor at address ``d`` (see list_consts)."""
+    D = numba.carray(pointer(d), _CONSTS, np.int64)
+    table = numba.carray(pointer(D[1]), D[2], np.uint8)
+    P = numba.carray(pointer(D[3]), D[4], np.int64)
+    L = numba.carray(pointer(D[5]), D[6], np.uint64)
+    return D[0], table, P, L
+
+
 @njit
-def _list_fused_o200k(kind, table, text, P, CP, out, L, box):
-    """:func:`_encode_fused_o200k`, and the ids as a new list in ``box`` (see
-    dwstok.pylist.list_into, ``L`` its table); return how many ids."""
+def _list_fused_o200k(text, d, CP, out, box):
+    """:func:`_encode_fused_o200k` with the arrays of descriptor ``d`` (see list_consts),
+    and the ids as a new list in ``box`` (dwstok.pylist.list_into). Returns how many
+    ids, plus ``GROWS`` if the cache is due to grow (so the caller need not read it)."""
+    kind, table, P, L = _consts(d)
     n = _encode_fused_o200k(kind, table, text, P, CP, out)
     list_into(box, out, n, L)
-    return n
+    return n + GROWS if CP[CACHE_GROW] else n
 
 
 @njit
-def _list_fused_cl100k(kind, table, text, P, CP, out, L, box):
+def _list_fused_cl100k(text, d, CP, out, box):
+    kind, table, P, L = _consts(d)
     n = _encode_fused_cl100k(kind, table, text, P, CP, out)
     list_into(box, out, n, L)
-    return n
+    return n + GROWS if CP[CACHE_GROW] else n
 
 
 @njit
-def _list_fused_gpt2(kind, table, text, P, CP, out, L, box):
+def _list_fused_gpt2(text, d, CP, out, box):
+    kind, table, P, L = _consts(d)
     n = _encode_fused_gpt2(kind, table, text, P, CP, out)
     list_into(box, out, n, L)
-    return n
+    return n + GROWS if CP[CACHE_GROW] else n
 
 
 _LIST_FUSED = {KIND_O200K: _list_fused_o200k, KIND_O200K_RDIGITS: _list_fused_o200k, KIND_CL100K: _list_fused_cl100k, KIND_GPT2: _list_fused_gpt2}
 
 
 def list_kernel(kind: int):
-    """As :func:`fused_kernel`, the kernel ``f(kind, table, text, P, CP, out, L, box) ->
-    n`` that also puts the ids in ``box[0]`` as a list (dwstok.pylist.list_into)."""
+    """For scanner ``kind``, the kernel ``f(text, d, CP, out, box) -> n (+ GROWS)`` that
+    encodes as :func:`fused_kernel` does and puts the ids in ``box[0]`` as a list;
+    ``d``: the address of a :func:`list_consts` descriptor."""
     return _LIST_FUSED[kind]
 
 
@@ -208,7 +265,8 @@ def _docs_scratch(offsets, d0, d1, P, CP):
     longest = 0
     for d in range(d0, d1):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    return T, C, np.empty(longest + 1, np.int64), _scratch(longest), span_work(longest)
+    bounds, S, W = _work(longest)
+    return T, C, bounds, S, W
 
 
 @njit

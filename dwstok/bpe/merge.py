@@ -17,17 +17,30 @@ SMALL = 20  # parts of a piece that merges in the small scratch arrays (and on a
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
 
 
-@njit
-def _scratch(nbytes=HEAP_SCRATCH):
-    """Work arrays for merging: ``(ids, rk, heap arrays)``, the heap's sized for pieces of
-    up to ``min(nbytes, HEAP_SCRATCH)`` bytes (a longer piece allocates its own)."""
+@njit_inline
+def scratch_words(nbytes):
+    """int64 words of the work arrays of :func:`_scratch_in` for ``nbytes``."""
     h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
-    # views of one array: one allocation a call instead of seven
-    w = np.empty(SMALL // 2 + SMALL + (h + 1) // 2 + 6 * h, np.int64)
+    return SMALL // 2 + SMALL + (h + 1) // 2 + 6 * h
+
+
+@njit_inline
+def _scratch_in(w, nbytes):
+    """Work arrays for merging, as views of ``w`` (``scratch_words(nbytes)`` words):
+    ``(ids, rk, heap arrays)``, the heap's sized for pieces of up to ``min(nbytes,
+    HEAP_SCRATCH)`` bytes (a longer piece allocates its own)."""
+    h = min(HEAP_SCRATCH, max(nbytes, SMALL + 1))
     a = SMALL // 2 + SMALL
     b = a + (h + 1) // 2
     heap = (w[a:b].view(np.int32)[:h], w[b : b + h], w[b + h : b + 2 * h], w[b + 2 * h : b + 5 * h], w[b + 5 * h : b + 6 * h])
     return (w[: SMALL // 2].view(np.int32), w[SMALL // 2 : a], heap)
+
+
+@njit
+def _scratch(nbytes=HEAP_SCRATCH):
+    """:func:`_scratch_in` on an array of its own: views of one array, one allocation a
+    call instead of seven."""
+    return _scratch_in(np.empty(scratch_words(nbytes), np.int64), nbytes)
 
 
 @njit_inline

@@ -193,9 +193,10 @@ def test_lists_of_ids_are_left_out_of_the_cyclic_collector(tok):
 
 
 def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
-    # Once it has made a list, encode() takes a free pool entry itself (_pooled), and so
-    # does encode_to_numpy(); everything they do not handle goes the general way
-    # (_encode_list, _encode_bytes), with the same ids and errors.
+    # Once it has made a list, encode() takes a free pool entry itself, and so does
+    # encode_to_numpy() (_pooled); an empty text needs none; everything else they do not
+    # handle goes the general way (_encode_list, _encode_bytes), with the same ids and
+    # errors.
     merges = [(b"a", b"b"), (b"ab", b"c")]
     vocab = {b: bytes([b]) for b in range(256)}
     tok = Tokenizer.from_vocab_merges(vocab, merges, pattern="o200k")
@@ -224,7 +225,7 @@ def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
     _same(tok.encode(""), [])
     long = "abcd " * (out.size // 4)  # more bytes than the pooled out has room for
     _same(tok.encode(long), want(long))
-    assert general == [b"abc abc", b"", long.encode()]
+    assert general == [b"abc abc", long.encode()]
     with pytest.raises(ValueError, match=r"lone surrogate '\\ud800' at position 3"):
         tok.encode("abc\ud800")
     with pytest.raises(TypeError, match="expected str, got bytes"):
@@ -242,7 +243,7 @@ def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
         got = tok.encode_to_numpy(text)
         assert got.dtype == np.uint32 and got.tolist() == ids
         assert not np.shares_memory(got, free[0][1])  # a copy, not a view of the pooled out
-    assert as_array == [b"abc abc", b"", longer.encode()] and len(free) == 1
+    assert as_array == [b"abc abc", longer.encode()] and len(free) == 1
     with pytest.raises(ValueError, match=r"lone surrogate '\\ud800' at position 3"):
         tok.encode_to_numpy("abc\ud800")
     with pytest.raises(TypeError, match="expected str, got bytes"):
@@ -280,3 +281,39 @@ def test_encode_in_one_frame_takes_what_the_general_way_would(monkeypatch):
         time.sleep(0.01)
     assert bpe.cache_capacity(cache) == 8 * bpe.cache_capacity(small)
     assert given and all(given) and general == []  # only calls that found the flag set
+
+
+def test_encode_on_threads_at_once_gives_each_its_own_ids(tok):
+    # encode() hands the list kernel a pool entry of its own and the model's arrays by
+    # the address of a descriptor (bpe.list_consts); the kernel runs without the GIL, so
+    # calls on threads overlap in it.
+    import threading
+
+    texts = [t for t in TEXTS if t] + ["ab" * k + " ba" for k in range(1, 40)]
+    want = [tok.encode_to_numpy(t).tolist() for t in texts]
+    tok.encode("ab")  # the first list resolves the kernel: from here on encode() calls it
+    got: dict[int, list] = {}
+
+    def work(k):
+        order = texts[k:] + texts[:k]
+        got[k] = [tok.encode(t) for _ in range(30) for t in order]
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k in range(4):
+        assert got[k] == (want[k:] + want[:k]) * 30
+
+
+def test_list_consts_takes_only_arrays_its_kernels_can_view():
+    from dwstok import bpe
+
+    table, P, L = np.zeros(4, np.uint8), np.zeros(2, np.int64), np.zeros(1, np.uint64)
+    d = bpe.list_consts(2, table, P, L)
+    assert d.tolist() == [2, table.ctypes.data, 4, P.ctypes.data, 2, L.ctypes.data, 1]
+    with pytest.raises(TypeError, match="contiguous int64 arrays, not int32"):
+        bpe.list_consts(2, table, P.astype(np.int32), L)
+    with pytest.raises(TypeError, match="contiguous uint8 arrays, not a strided uint8 array"):
+        bpe.list_consts(2, np.zeros(8, np.uint8)[::2], P, L)
