@@ -51,6 +51,13 @@ _RANGE_BYTES = 1 << 16
 # thread, in one range, whatever the threads asked for: on two threads it took longer
 # up to about 64 KB (bench/results/session27-learner-first-20261204.md).
 _SPLIT_MIN = 1 << 16
+# A cache that a batch on several threads takes is sized for at least this much text:
+# 2^18 slots, the size each thread's cache reaches within the first megabytes of
+# multilingual text. Grown there from the pool's small start, each thread first touched
+# the new memory in the middle of a call, and the batch waited for the slower
+# (bench/results/session40-20261206.md); this moves that to the first batch on threads.
+# A batch on one thread, or a single text, still starts small.
+_THREADED_CACHE_BYTES = 8 * (bpe.CACHE_SLOTS // 2)
 # encode_batch encodes up to this many texts one by one (as encode_ordinary), if they are
 # short (under _SPLIT_MIN in all): a batch's set-up (the UTF-8 buffer, the ranges,
 # making the lists) cost more than a call each.
@@ -1045,7 +1052,10 @@ class Tokenizer:
         out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
         out_doc = np.empty(d1 - d0 + 1, np.int64)
         sc = self._scanner
-        cache, ids, slot = self._caches.take(int(offsets[d1] - offsets[d0]), slot=slot)
+        nbytes = int(offsets[d1] - offsets[d0])
+        if threads > 1:
+            nbytes = max(nbytes, _THREADED_CACHE_BYTES)
+        cache, ids, slot = self._caches.take(nbytes, slot=slot)
         try:
             n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
         finally:

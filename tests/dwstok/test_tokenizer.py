@@ -488,10 +488,25 @@ def test_piece_cache_without_a_spare_cpu_clears_its_successor_a_slice_after_each
     everything = " ".join(words[: slots * 3 // 8])
     assert tok.encode(everything) == fresh.encode(everything)
     assert pool.free[0][0] is grown and grown[1] >= slots * 3 // 8 - 1  # every entry moved with it
-    # Calls on 2 threads that keep the CPUs busy: no slices (they slowed such batches
-    # down); each cache grows when it must.
-    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+    # A batch on 2 threads takes caches sized for _THREADED_CACHE_BYTES from the start
+    # (2^18 slots); the same batch on one thread, the pool's small ones.
+    big = [" ".join(words)] * 6  # enough text to run on 2 threads
+    want = [fresh.encode(d) for d in big]
+    for threads in (1, 2):
+        tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
+        tok.encode("ab")  # (the kernels loaded: a first batch without them may take another way)
+        assert tok.encode_batch(big, num_threads=threads) == want
+        sizes = {bpe.cache_capacity(c) for c, _ in tok._caches.free.values()}
+        if threads == 1:
+            assert max(sizes) < tokenizer_module._THREADED_CACHE_BYTES
+        else:
+            assert sizes == {tokenizer_module._THREADED_CACHE_BYTES}  # (one or two: a thread may take both ranges)
     docs = [" ".join(words[i * slots // 8 : (i + 1) * slots // 8]) for i in range(2)]
+    # Calls on 2 threads that keep the CPUs busy: no slices (they slowed such batches
+    # down); each cache grows when it must. (Caches as small as one thread's, so that
+    # these docs pass a sixteenth.)
+    monkeypatch.setattr(tokenizer_module, "_THREADED_CACHE_BYTES", tokenizer_module._CachePool.MIN_BYTES)
+    tok = Tokenizer.from_vocab_merges({b: bytes([b]) for b in range(256)}, merges)
     assert tok.encode_batch(docs, num_threads=2) == [fresh.encode(d) for d in docs]
     assert tok._caches._next and all(v is False for v in tok._caches._next.values())
 
