@@ -1,6 +1,7 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, an address as a pointer, ctz and clz, byte classes of 64 bytes as bit
-masks (vector compares), and the code points of 64 bytes of UTF-8 at once.
+unsigned index, a read-only view, an address as a pointer, ctz and clz, byte classes
+of 64 bytes as bit masks (vector compares), and the code points of 64 bytes of UTF-8
+at once.
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
 counting), with a plain Python twin under ``NUMBA_DISABLE_JIT=1``.

@@ -139,8 +139,8 @@ class _CachePool:
     def __init__(self):
         # slot -> (cache, out) in the order given back (popitem takes the last); a cache
         # keeps its slot for good (grown too), so that a caller can ask for it again.
-        # Public for Tokenizer.encode and _pooled, which take and give back an entry themselves
-        # when neither needs more than a pop and a put.
+        # Public for Tokenizer.encode and _pooled, which take and give back an entry
+        # themselves when neither needs more than a pop and a put.
         self.free: dict[int, tuple] = {}
         self._made: set[int] = set()  # every slot that has a cache
         self._lock = threading.Lock()  # for _made, once a new cache
@@ -372,8 +372,8 @@ class Tokenizer:
         self._bridge_tried = False
         self._native_lock = threading.Lock()
         self._native: tuple | None = None
-        # (list kernel, address of its descriptor, the pool's free entries) for encode(),
-        # once _encode_list has made a list
+        # (list kernel, address of its descriptor, the pool's free entries, what the
+        # descriptor points at: see _lister) for encode(), once _encode_list made a list
         self._list_call: tuple | None = None
         if packed is not None:
             self._set_native(packed)
@@ -756,7 +756,7 @@ class Tokenizer:
             if lister is None:
                 n = kernel(kind, table, buf, tables, cache, out)
                 return self._id_lists.to_list(out[:n])
-            self._list_call = (*lister[:2], self._caches.free)
+            self._list_call = (lister[0], lister[1], self._caches.free, lister[2])
             box = [None]  # the kernel puts the list here (dwstok.pylist.list_into)
             n = lister[0](buf, lister[1], cache, out, id(box)) & _COUNT
             ids = box[0]

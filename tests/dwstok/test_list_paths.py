@@ -292,6 +292,8 @@ def test_encode_on_threads_at_once_gives_each_its_own_ids(tok):
     texts = [t for t in TEXTS if t] + ["ab" * k + " ba" for k in range(1, 40)]
     want = [tok.encode_to_numpy(t).tolist() for t in texts]
     tok.encode("ab")  # the first list resolves the kernel: from here on encode() calls it
+    _, address, _, (consts, *arrays) = tok._list_call  # what it passes, and holds with it
+    assert address == consts.ctypes.data and consts[1::2].tolist() == [a.ctypes.data for a in arrays]
     got: dict[int, list] = {}
 
     def work(k):
