@@ -123,7 +123,8 @@ class _CachePool:
 
     A cache grows with use, up to 2^19 slots (36 MB, room for the 149k distinct pieces
     that are no token in the 16 MB dev corpus): it is sized for the call that takes it,
-    at least ``MIN_BYTES``, and once a quarter full (it would start afresh at half) it
+    at least ``MIN_BYTES`` (``_THREADED_CACHE_BYTES`` for a batch on several threads),
+    and once a quarter full (it would start afresh at half) it
     comes back with 8 times the slots and its entries. So short texts on many threads
     hold 300 KB a thread, not 36 MB. Growing copies the entries: on dev, document by
     document, starting afresh instead was slower. The bigger cache's memory is cleared
@@ -146,11 +147,11 @@ class _CachePool:
         self._lock = threading.Lock()  # for _made, once a new cache
         self._next: dict[int, bpe.NextCache | bool] = {}  # id(cache) -> what it grows into (False: no NextCache)
 
-    def take(self, nbytes: int, ids: int = 0, slot: int | None = None):
-        """``(cache, out, slot)`` for a call on ``nbytes`` of text: a cache, room for at
-        least ``ids`` uint32 ids (a single call's kernel writes its ids there, not to an
-        array of its own), and the cache's slot. Give them back with :meth:`give`
-        (``try``/``finally``).
+    def take(self, nbytes: int, ids: int = 0, slot: int | None = None, threads: int = 1):
+        """``(cache, out, slot)`` for a call on ``nbytes`` of text on ``threads`` threads:
+        a cache, room for at least ``ids`` uint32 ids (a single call's kernel writes its
+        ids there, not to an array of its own), and the cache's slot. Give them back with
+        :meth:`give` (``try``/``finally``).
 
         The cache of ``slot`` if it is free, else the one given back last. A batch's
         ranges ask for a slot each (their index, modulo the threads), so that the same
@@ -162,6 +163,8 @@ class _CachePool:
         generator-based ``with`` cost as much as a short text's kernel. No lock either:
         ``dict.pop`` and ``dict.popitem`` are atomic.
         """
+        if threads > 1:
+            nbytes = max(nbytes, _THREADED_CACHE_BYTES)
         got = self.free.pop(slot, None) if slot is not None else None
         if got is None:
             try:
@@ -1052,10 +1055,7 @@ class Tokenizer:
         out = np.empty(max(int(offsets[d1] - offsets[d0]), 1), np.uint32)
         out_doc = np.empty(d1 - d0 + 1, np.int64)
         sc = self._scanner
-        nbytes = int(offsets[d1] - offsets[d0])
-        if threads > 1:
-            nbytes = max(nbytes, _THREADED_CACHE_BYTES)
-        cache, ids, slot = self._caches.take(nbytes, slot=slot)
+        cache, ids, slot = self._caches.take(int(offsets[d1] - offsets[d0]), slot=slot, threads=threads)
         try:
             n = bpe._encode_docs_fused(sc.kind, sc.table, data, offsets, d0, d1, kernels[0], cache, out, out_doc)
         finally:

@@ -187,31 +187,33 @@ def _consts(d):
     return D[0], table, P, L
 
 
+@njit_inline
+def _listed(box, out, n, L, CP):
+    """The list kernels' end: the ``n`` ids in ``out`` as a new list in ``box``
+    (dwstok.pylist.list_into), and ``n``, plus ``GROWS`` if the cache ``CP`` is due to
+    grow (so the caller need not read it)."""
+    list_into(box, out, n, L)
+    return n + GROWS if CP[CACHE_GROW] else n
+
+
 @njit
 def _list_fused_o200k(text, d, CP, out, box):
     """:func:`_encode_fused_o200k` with the arrays of descriptor ``d`` (see list_consts),
-    and the ids as a new list in ``box`` (dwstok.pylist.list_into). Returns how many
-    ids, plus ``GROWS`` if the cache is due to grow (so the caller need not read it)."""
+    then :func:`_listed`."""
     kind, table, P, L = _consts(d)
-    n = _encode_fused_o200k(kind, table, text, P, CP, out)
-    list_into(box, out, n, L)
-    return n + GROWS if CP[CACHE_GROW] else n
+    return _listed(box, out, _encode_fused_o200k(kind, table, text, P, CP, out), L, CP)
 
 
 @njit
 def _list_fused_cl100k(text, d, CP, out, box):
     kind, table, P, L = _consts(d)
-    n = _encode_fused_cl100k(kind, table, text, P, CP, out)
-    list_into(box, out, n, L)
-    return n + GROWS if CP[CACHE_GROW] else n
+    return _listed(box, out, _encode_fused_cl100k(kind, table, text, P, CP, out), L, CP)
 
 
 @njit
 def _list_fused_gpt2(text, d, CP, out, box):
     kind, table, P, L = _consts(d)
-    n = _encode_fused_gpt2(kind, table, text, P, CP, out)
-    list_into(box, out, n, L)
-    return n + GROWS if CP[CACHE_GROW] else n
+    return _listed(box, out, _encode_fused_gpt2(kind, table, text, P, CP, out), L, CP)
 
 
 _LIST_FUSED = {KIND_O200K: _list_fused_o200k, KIND_O200K_RDIGITS: _list_fused_o200k, KIND_CL100K: _list_fused_cl100k, KIND_GPT2: _list_fused_gpt2}
