@@ -47,7 +47,7 @@ def _kernel():
     @numba.njit  # not cached: compiled against the step functions as they are now
     def profile(buf, bounds, T, CP, out, w, st):
         """``_encode_span`` over all of ``bounds``, adding each step's cycles to st[0:7];
-        st[7:11]: pieces, front misses, pieces set up to merge, merged side by side."""
+        st[7:11]: pieces, front misses, misses, merges side by side (a piece's segments with pairs, see atoms.py)."""
         slots, vals, state, keys, front = _cache_views(CP)
         S = _scratch(4096)
         k1 = bounds.size - 1
@@ -72,8 +72,8 @@ def _kernel():
             nmiss = SP._classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
             nmiss = SP._classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
             t4 = cycles()
-            nq = SP._set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs,
-                                   T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
+            nq = SP._set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.byte_pairs,
+                                   T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
             t5 = cycles()
             _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))
             t6 = cycles()
@@ -121,7 +121,7 @@ def main() -> None:
     for stats in passes.values():
         run(docs, stats)
     print("CPU cycles a piece in each step of the span driver (its cycle counter); then front misses,")
-    print("pieces set up to merge and pieces merged side by side, a piece")
+    print("cache misses, and merges side by side (segments with pairs to merge), a piece")
     for name, stats in passes.items():
         print(f"\n{name} pass\n")
         print("| group | " + " | ".join(STEPS) + " | all | misses | set up | merged |")

@@ -25,6 +25,11 @@ character boundary); the encoder checks that, and otherwise also starts from byt
 Only code points below U+10000 are tabled (64k entries), which covers Cyrillic, Greek,
 Arabic, Indic scripts, kana, Hangul and Han; other characters start as bytes.
 
+Two atoms side by side also cut a piece when no token holds the two characters side by
+side (``atom_joins``): a merge across them would make a token that holds both whole, so
+none happens, and each segment between such cuts merges on its own. A run of Han or
+kana, one piece of 10-30 characters, is then mostly segments of one or two characters.
+
 >>> import numpy as np
 >>> from dwstok import Tokenizer
 >>> tok = Tokenizer.from_vocab_merges({i: bytes([i]) for i in range(256)}, [(b"\\xe4", b"\\xb8"), (b"\\xe4\\xb8", b"\\x80")])
@@ -37,7 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .bpe.tables import NO_RANK, _new_id, _pair_rank
+from .bpe.tables import NO_RANK, _filter_bits, _new_id, _pair_rank
+from .hashing import _hash_pair
 
 MAX_PATTERNS = 8  # a character with more forbidding neighbours is no atom
 
@@ -54,6 +60,59 @@ def atom_table(T, lefts, rights, ranks) -> tuple[np.ndarray, np.ndarray]:
     by_right = _group(rights, n)
     starts_ok, ends_ok = _boundary_flags(T.tok_bytes, T.tok_off)
     return _build(T, lefts, rights, ranks, by_left, by_right, starts_ok, ends_ok)
+
+
+JOIN_BITS_A_PAIR = 8  # so that two atoms that no token joins pass the filter about one time in twenty
+
+
+def atom_joins(T, atoms) -> np.ndarray:
+    """The filter of pairs of atoms that some token of ``T`` holds side by side, by
+    their ids: two bits a pair in one int64 word, as ``pair_filter``; a pair not in it
+    may pass, which only forgoes a cut."""
+    n = _join_pairs(T.tok_bytes, T.tok_off, atoms, T.pair_bits, np.zeros(1, np.uint64), False)
+    words = 1
+    while words * 64 < n * JOIN_BITS_A_PAIR:
+        words *= 2
+    f = np.zeros(words, np.uint64)
+    _join_pairs(T.tok_bytes, T.tok_off, atoms, T.pair_bits, f, True)
+    return f.view(np.int64)
+
+
+@njit
+def _join_pairs(tok_bytes, tok_off, atoms, bits, f, fill):
+    """Count the pairs of atoms side by side in a token (with repeats) and, if ``fill``,
+    set their bits in ``f``."""
+    count = 0
+    words = np.uint64(f.size - 1)
+    for t in range(tok_off.size - 1):
+        prev = np.int64(-1)  # the atom just before i, if the byte before i ends one
+        i = tok_off[t]
+        b = tok_off[t + 1]
+        while i < b:
+            c = np.int64(tok_bytes[i])
+            n = 2 if 0xC2 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 else 0
+            cp = np.int64(-1)
+            if n > 0 and i + n <= b and (tok_bytes[i + 1] & 0xC0) == 0x80:
+                if n == 2:
+                    cp = ((c & 0x1F) << 6) | (tok_bytes[i + 1] & 0x3F)
+                elif (tok_bytes[i + 2] & 0xC0) == 0x80:
+                    cp = ((c & 0xF) << 12) | (np.int64(tok_bytes[i + 1] & 0x3F) << 6) | (tok_bytes[i + 2] & 0x3F)
+                    if cp < 0x800:
+                        cp = -1  # overlong
+            if cp < 0:
+                prev = -1
+                i += 1
+                continue
+            a = atoms[cp]
+            a = a & 0xFFFFFF if a >= 0 else np.int64(-1)
+            if a >= 0 and prev >= 0:
+                count += 1
+                if fill:
+                    h = _hash_pair((prev << bits) | a)
+                    f[np.int64((h >> np.uint64(32)) & words)] |= _filter_bits(h)
+            prev = a
+            i += n
+    return count
 
 
 def atom_id(T, cp: int) -> int:

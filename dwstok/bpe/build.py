@@ -75,14 +75,14 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter)
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter, none)
     t = t._replace(byte_pairs=_build_byte_pairs(t))
     if not atoms:
         return t
-    from ..atoms import atom_table  # atoms.py merges with the kernels of this package
+    from ..atoms import atom_joins, atom_table  # atoms.py merges with the kernels of this package
 
     atoms, atom_pats = atom_table(t, lefts, rights, ranks)
-    return t._replace(atoms=atoms, atom_pats=atom_pats)
+    return t._replace(atoms=atoms, atom_pats=atom_pats, atom_joins=atom_joins(t, atoms))
 
 
 def _whole_tables(tok_bytes, tok_off, ids):

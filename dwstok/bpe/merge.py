@@ -8,13 +8,14 @@ import numpy as np
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .heap import _merge_heap
-from .parts import _first_parts, _first_ranks
+from .parts import CUT, _first_parts, _first_ranks
 from .quadratic import QUAD_PARTS, _merge_scan
 from .sweeps import SWEEP_PARTS, _merge_sweeps
-from .tables import NO_RANK, BpeTables
+from .tables import NO_RANK, BpeTables, _new_id, _pair_rank
 
 SMALL = 20  # parts of a piece that merges in the small scratch arrays (and on average side by side)
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
+CUT_RANK = NO_RANK + 1  # a pair across a cut (see atoms.py): it never merges, nor is looked up
 
 
 @njit_inline
@@ -55,18 +56,74 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
             H = (np.empty(nb, np.int32), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(3 * nb, np.int64), np.empty(nb, np.int64))
         ids, rk = H[0], H[4]
     if max_rank == NO_RANK:  # atoms hold only when every merge may happen
-        m = _first_parts(buf, s, e, T.byte_ids, T.atoms, T.atom_pats, ids, 0)
+        m = _first_parts(buf, s, e, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.pair_bits, ids, 0)
+        if m != nb:  # atoms: pairs across a cut never merge
+            if _atom_ranks(T, ids, rk, m):
+                return _merge_segments(T, ids, rk, H, m, out, n)
+            return _merged(T, ids, rk, H, m, out, n, max_rank)
     else:
         m = nb
         for i in range(m):
             ids[_ix(i)] = T.byte_ids[buf[_ix(s + i)]]
     _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
+    return _merged(T, ids, rk, H, m, out, n, max_rank)
+
+
+@njit_inline
+def _atom_ranks(T, ids, rk, m):
+    """The ranks of the pairs of the ``m`` first parts in ``ids`` (clearing their
+    ``CUT`` flags), ``CUT_RANK`` for a pair across a cut, not looked up; return how
+    many cuts there are. One loop of lookups that do not wait on one another."""
+    cuts = 0
+    for i in range(1, m):
+        c = ids[_ix(i)]
+        if c & CUT:
+            ids[_ix(i)] = c ^ CUT
+            rk[_ix(i - 1)] = CUT_RANK
+            cuts += 1
+        else:
+            rk[_ix(i - 1)] = _pair_rank(T, ids[_ix(i - 1)], c)
+    return cuts
+
+
+@njit_inline
+def _merge_segments(T, ids, rk, H, m, out, n):
+    """Merge the ``m`` parts in ``ids`` (ranks in ``rk``, ``CUT_RANK`` at the cuts)
+    segment by segment into out[n:]; return the new n. Most segments of a Han or kana
+    run are one character or two."""
+    st = 0
+    for i in range(1, m + 1):
+        if i < m and rk[_ix(i - 1)] != CUT_RANK:
+            continue
+        k = i - st
+        if k == 1:
+            out[_ix(n)] = ids[_ix(st)]
+            n += 1
+        elif k == 2 and rk[_ix(st)] < NO_RANK:
+            out[_ix(n)] = _new_id(T, rk[_ix(st)])
+            n += 1
+        elif k <= QUAD_PARTS:
+            k = _merge_scan(T, ids, rk, st, k, NO_RANK)
+            for j in range(k):
+                out[_ix(n + j)] = ids[_ix(st + j)]
+            n += k
+        else:  # rare in a segment: views, for sweeps and the heap
+            n = _merged(T, ids[st:], rk[st:], (ids[st:], H[1], H[2], H[3], rk[st:]), k, out, n, NO_RANK)
+        st = i
+    return n
+
+
+@njit_inline
+def _merged(T, ids, rk, H, m, out, n, max_rank):
+    """Merge the ``m`` parts in ``ids`` with pair ranks ``rk`` into out[n:] by the
+    quadratic scan, sweeps or the heap by their count; return the new n. ``H``'s ids
+    and ranks are ``ids`` and ``rk`` when there are more than QUAD_PARTS."""
     if m > QUAD_PARTS:
         if m >= SWEEP_PARTS:
             m = _merge_sweeps(T, ids, rk, m, max_rank)
         if m > QUAD_PARTS:
             return _merge_heap(T, H, m, out, n, max_rank)
-    m = _merge_scan(T, ids, rk, m, max_rank)
+    m = _merge_scan(T, ids, rk, 0, m, max_rank)
     for i in range(m):
         out[_ix(n + i)] = ids[_ix(i)]
     return n + m

@@ -6,24 +6,30 @@ import numpy as np
 
 from .._intrinsics import ix as _ix
 from .._jit import njit_inline
-from .tables import NO_RANK, _pair_rank
+from ..hashing import _hash_pair
+from .tables import NO_RANK, _may_merge, _pair_rank
+
+CUT = np.int32(1 << 30)  # in a first part's id: no merge joins it to the part before (bit 30)
 
 
 @njit_inline
-def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
+def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
     """Write the parts merging starts from for buf[s:e] to ids[base:]; return their count.
 
     One byte each, except that a character that is an atom (see atoms.py) starts as its
     token, unless a pattern says its neighbour here might join it first. The count is
     ``e - s`` exactly when no atom was used. Atoms need valid UTF-8 around them: after a
     stray byte, or before a continuation byte, a character starts as bytes.
-    The tables come as arrays (``T.byte_ids, T.atoms, T.atom_pats``), not as ``T``:
-    inlined into the loops of kernels that run with Numba's runtime (``_merge``), each
-    array passed costs reference counting.
+    An atom that follows an atom no token joins it to has ``CUT`` set in its id: the
+    parts before and from it merge apart (callers clear the flag).
+    The tables come as arrays (``T.byte_ids, T.atoms, T.atom_pats, T.atom_joins``), not
+    as ``T``: inlined into the loops of kernels that run with Numba's runtime
+    (``_merge``), each array passed costs reference counting.
     """
     m = 0
     i = s
     prev_ok = True  # the bytes before i end with a whole character, or i is the start
+    pa = np.int64(-1)  # the last part's id if it is an atom
     while i < e:
         c = np.int64(buf[_ix(i)])
         if c < 0xC2 or c >= 0xF0 or atoms.size == 0:
@@ -31,6 +37,7 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
             m += 1
             i += 1
             prev_ok = c < 0x80
+            pa = -1
             continue
         n = 2 if c < 0xE0 else 3
         cp = -1
@@ -46,6 +53,7 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
             m += 1
             i += 1
             prev_ok = False
+            pa = -1
             continue
         a = atoms[_ix(cp)]
         if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
@@ -68,12 +76,22 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, ids, base):
                     a = -1  # this neighbour may take a part of the character first
                     break
         if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
-            ids[_ix(base + m)] = a & 0xFFFFFF
+            a &= 0xFFFFFF
+            if n == 3:  # (cuts between two-byte letters are rare: not looked for)
+                # without a branch: whether a cut follows a Han character is a coin toss
+                may = _may_merge(joins, _hash_pair((pa << bits) | a))
+                cut = np.int64(pa >= 0) & (np.int64(may) ^ 1)
+                ids[_ix(base + m)] = np.int32(a | (cut << 30))
+                pa = a
+            else:
+                ids[_ix(base + m)] = a
+                pa = -1
             m += 1
         else:
             for u in range(n):
                 ids[_ix(base + m + u)] = byte_ids[buf[_ix(i + u)]]
             m += n
+            pa = -1
         i += n
         prev_ok = True
     return m

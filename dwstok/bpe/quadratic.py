@@ -11,32 +11,35 @@ QUAD_PARTS = 24  # up to this many first parts merge by the quadratic scan; more
 
 
 @njit_inline
-def _merge_scan(T, ids, rk, m, max_rank):
-    """Merge the ``m`` parts in ``ids`` (pair ranks in ``rk``) in place; return how many
-    are left. Pairs of rank >= max_rank never merge.
+def _merge_scan(T, ids, rk, b, m, max_rank):
+    """Merge the ``m`` parts at ``ids[b:]`` (pair ranks at ``rk[b:]``) in place; return
+    how many are left. Pairs of rank >= max_rank never merge.
 
     The first minimum of ``rk`` is the leftmost pair of the lowest rank, which is the
-    tie rule.
+    tie rule. (An offset, not a view: a view made in a kernel with Numba's runtime
+    costs reference counting, and a piece in segments has dozens.)
     """
     while m > 1:
         best = NO_RANK
         bi = -1
-        for i in range(m - 1):
+        for i in range(b, b + m - 1):
             if rk[_ix(i)] < best:
                 best = rk[_ix(i)]
                 bi = i
         if bi < 0:
             break
+        e = b + m
         ids[_ix(bi)] = _new_id(T, best)
-        for j in range(bi + 1, m - 1):
+        for j in range(bi + 1, e - 1):
             ids[_ix(j)] = ids[_ix(j + 1)]
-        for j in range(bi + 1, m - 2):
+        for j in range(bi + 1, e - 2):
             rk[_ix(j)] = rk[_ix(j + 1)]
         m -= 1
-        if bi > 0:
+        e -= 1
+        if bi > b:
             r = _pair_rank(T, ids[_ix(bi - 1)], ids[_ix(bi)])
             rk[_ix(bi - 1)] = r if r < max_rank else NO_RANK
-        if bi < m - 1:
+        if bi < e - 1:
             r = _pair_rank(T, ids[_ix(bi)], ids[_ix(bi + 1)])
             rk[_ix(bi)] = r if r < max_rank else NO_RANK
     return m

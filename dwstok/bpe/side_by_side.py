@@ -14,15 +14,15 @@ from .tables import NO_RANK, _filter_word, _filtered_rank
 
 
 @njit_no_nrt
-def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
-    """Step 3 of ``_encode_span``: merge pieces ``0..nq`` of a block side by side.
+def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nact):
+    """Step 3 of ``_encode_span``: merge the ``nact`` merges listed in ``act`` (pieces,
+    or segments of one, see atoms.py) side by side.
 
-    Piece q's parts are ``bids[boff[q]:boff[q] + bm[q]]`` and its pair ranks are in
+    Merge q's parts are ``bids[boff[q]:boff[q] + bm[q]]`` and its pair ranks are in
     ``brk`` (pair keys if ``binit[q]``: their filter words and lookups were prefetched in
-    step 2b). Each
-    round takes one merge step of every piece still merging (in ``act``), so the pair
-    lookups a step needs are prefetched a whole round before they are read. Each step
-    is ``_merge``'s quadratic scan, so ids are unchanged.
+    step 2b). Each round takes one merge step of every merge still going (in ``act``),
+    so the pair lookups a step needs are prefetched a whole round before they are read.
+    Each step is ``_merge``'s quadratic scan, so ids are unchanged.
     """
     pairs = T.pairs
     pair_filter = T.pair_filter
@@ -31,7 +31,6 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nq):
     shift = 63 - 2 * bits
     pmask = pairs.size - 1
     rank_is_id = rank_new.size == 0
-    nact = nq
     while nact > 0:
         w = 0
         for a in range(nact):

@@ -40,7 +40,7 @@ from .._jit import njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
-from .parts import _first_parts
+from .parts import CUT, _first_parts
 from .side_by_side import _merge_side_by_side
 from .tables import _filter_word, _whole_lookup
 
@@ -48,6 +48,7 @@ SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 2
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
 FRONT_ID = (1 << 21) - 1  # a front slot packs ids in 21 bits each; this one means none
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
+SEGMENTS = 4  # merges a block has room for, a piece; a piece cut in more than fit merges whole
 
 
 @njit_inline
@@ -94,15 +95,15 @@ class _Block(NamedTuple):
     hq: np.ndarray  # hash of piece j
     heads: np.ndarray  # its bytes 0-7, packed
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
-    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2 - q: merged as q
-    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one)
+    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2 - q: merged as q, q + 1, ...
+    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one); with res <= -2: its merges
     res3: np.ndarray  # and its third, or -1 (it has fewer)
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
     bidx: np.ndarray  # and those of one byte
     misses: np.ndarray  # pieces of at most SIDE_MAX bytes that are no token
-    bids: np.ndarray  # merge q: parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
+    bids: np.ndarray  # merge q (a piece's segment): parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
     brk: np.ndarray
     boff: np.ndarray
     bm: np.ndarray  # parts left
@@ -110,14 +111,15 @@ class _Block(NamedTuple):
     ppos: np.ndarray
     act: np.ndarray  # merges still going
     binit: np.ndarray  # merge q still has to look up its first ranks
-    pslot: np.ndarray  # merge q's cache slot, put there in step 2b (-1: none)
+    pslot: np.ndarray  # the cache slot of the piece merge q starts, put there in step 2b (-1: none)
 
 
 @njit_inline
 def block_words(nblk):
     """int64 words of the work arrays of a block of ``nblk`` pieces (``_block``)."""
     r = SMALL * nblk  # room for the parts of the block's merges
-    return 19 * nblk + (r + 1) // 2 + r + (nblk + 7) // 8
+    nq = SEGMENTS * nblk  # and for their merges, a segment each
+    return 11 * nblk + 8 * nq + (r + 1) // 2 + r + (nq + 7) // 8
 
 
 @njit_inline
@@ -133,6 +135,7 @@ def _block(w, nblk):
     words): one allocation a call instead of one an array (see
     bench/results/encode-experiments-20261202-1730.md)."""
     r = SMALL * nblk  # room for the parts of the block's merges
+    nq = SEGMENTS * nblk
     at = 0
     hq = w[at : at + nblk].view(np.uint64)
     at += nblk
@@ -161,21 +164,21 @@ def _block(w, nblk):
     at += (r + 1) // 2
     brk = w[at : at + r]
     at += r
-    boff = w[at : at + nblk]
-    at += nblk
-    bm = w[at : at + nblk]
-    at += nblk
-    pkey = w[at : at + 2 * nblk]
-    at += 2 * nblk
-    ppos = w[at : at + 2 * nblk]
-    at += 2 * nblk
-    act = w[at : at + nblk]
-    at += nblk
-    pslot = w[at : at + nblk]
-    at += nblk
-    flags = w[at : at + (nblk + 7) // 8]  # (w[at:] had cleared all the rest of w)
+    boff = w[at : at + nq]
+    at += nq
+    bm = w[at : at + nq]
+    at += nq
+    pkey = w[at : at + 2 * nq]
+    at += 2 * nq
+    ppos = w[at : at + 2 * nq]
+    at += 2 * nq
+    act = w[at : at + nq]
+    at += nq
+    pslot = w[at : at + nq]
+    at += nq
+    flags = w[at : at + (nq + 7) // 8]  # (w[at:] had cleared all the rest of w)
     flags[:] = 0
-    binit = flags.view(np.bool_)[:nblk]
+    binit = flags.view(np.bool_)[:nq]
     return _Block(hq, heads, nexts, res, res2, res3, hslot, sidx, lidx, bidx, misses, bids, brk, boff, bm, pkey, ppos, act, binit, pslot)
 
 
@@ -191,7 +194,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     no reference counts, which had been a large share of a short document's time.
     """
     slots, vals, state, keys, front = C
-    fit = min(PF_BLOCK, w.size // 50)  # block_words(n) <= 50 n
+    fit = min(PF_BLOCK, w.size // 80)  # block_words(n) <= 80 n
     while fit < PF_BLOCK and block_words(fit + 1) <= w.size:
         fit += 1
     if fit < 1:
@@ -215,9 +218,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
         # 2b. the misses: in the cache, else set up to merge
-        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
+        nact = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
         # 3. merge side by side
-        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))  # never a literal 0: one compile
+        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nact))  # never a literal 0: one compile
         # 4. write out
         n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, out, n)
     return n
@@ -450,12 +453,15 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
 
 
 @njit_inline
-def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pairs, pairs, pair_filter, bits, slots, vals, state, keys, front, B):
+def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_joins, byte_pairs, pairs, pair_filter, bits, slots, vals, state, keys, front, B):
     """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
-    to merge side by side while its parts fit in the block's room; return how many are.
+    to merge side by side while its parts fit in the block's room; return how many
+    merges (segments) have pairs to merge, listed in ``act``.
 
     A piece set up to merge goes in the cache at once, its ids pending until step 4
     writes them: the same piece later in the block then finds it instead of merging again.
+    A piece with atoms is a merge a segment (see atoms.py) while the room for merges
+    holds one a part; its pairs across cuts are never looked up.
     """
     hq, heads, nexts, res, res2, res3, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot, B.misses
     bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
@@ -463,6 +469,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
     pmask = pairs.size - 1
     used = 0
     nq = 0
+    nact = 0
     for a in range(nmiss):
         j = misses[_ix(a)]
         s = bounds[_ix(b0 + j)]
@@ -496,12 +503,10 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
-        if used + m > bids.size:  # (a piece has at most as many parts as bytes)
+        if used + m > bids.size or nq + 2 > boff.size:  # (a piece has at most as many parts as bytes)
             continue  # no room left in this block: step 4 merges it alone
         q = nq
-        nq += 1
         res[_ix(j)] = -2 - q
-        boff[_ix(q)] = used
         pslot[_ix(q)] = -1
         if 2 * (state[0] + 1) <= cmask + 1 and state[2] + max(m - 16, 0) <= keys.size:
             # as _put_slot, written out
@@ -517,24 +522,60 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, byte_pair
             state[2] += max(m - 16, 0)
             pslot[_ix(q)] = i
         base = used
-        mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, bids, base)
-        bm[_ix(q)] = mp
-        binit[_ix(q)] = mp != m
+        mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, atom_joins, bits, bids, base)
         used += mp
-        if mp == m:  # bytes only: ranks from the dense table
+        if mp == m:  # bytes only: ranks from the dense table, one merge
             for i in range(m - 1):
                 brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
-        else:  # atoms: pair lookups, prefetched now and read in the first round of step 3
-            for i in range(mp - 1):  # (the filter's word too, tested then: as in step 3)
-                key = (np.int64(bids[_ix(base + i)]) << bits) | np.int64(bids[_ix(base + i + 1)])
+            nact = _add_merge(boff, bm, binit, ppos, act, nq, nact, base, m, False)
+            nq += 1
+        else:  # atoms: a merge a segment, if there is room for one a part
+            cuts = np.int64(nq + mp < boff.size)
+            boff[_ix(nq)] = base
+            for i in range(1, mp):  # without a branch on the cuts, as _first_parts
+                c = np.int64(bids[_ix(base + i)])
+                cut = (c >> 30) & 1
+                c &= ~np.int64(CUT)
+                bids[_ix(base + i)] = c
+                # the pair's lookup (none across a cut), prefetched now and read in the
+                # first round of step 3 (the filter's word too, tested then: as in step 3)
+                key = (np.int64(bids[_ix(base + i - 1)]) << bits) | c
                 h = _hash_pair(key)
-                _prefetch(pair_filter, _filter_word(pair_filter, h))
-                _prefetch(pairs, np.int64(h & np.uint64(pmask)))
-                brk[_ix(base + i)] = key
-        ppos[_ix(2 * q)] = -1
-        ppos[_ix(2 * q + 1)] = -1
-        act[_ix(q)] = q
-    return nq
+                _prefetch(pair_filter, _filter_word(pair_filter, h) * (1 - cut))
+                _prefetch(pairs, np.int64(h & np.uint64(pmask)) * (1 - cut))
+                brk[_ix(base + i - 1)] = key
+                cut &= cuts
+                boff[_ix(nq + 1)] = base + i  # where the next segment starts, if i is a cut
+                nq += cut
+            boff[_ix(nq + 1)] = base + mp
+            for qq in range(q, nq + 1):
+                mq = boff[_ix(qq + 1)] - boff[_ix(qq)]
+                bm[_ix(qq)] = mq
+                binit[_ix(qq)] = True
+                ppos[_ix(2 * qq)] = -1
+                ppos[_ix(2 * qq + 1)] = -1
+                act[_ix(nact)] = qq
+                nact += mq > 1
+            nq += 1
+        res2[_ix(j)] = nq - q
+    return nact
+
+
+@njit_inline
+def _add_merge(boff, bm, binit, ppos, act, q, nact, off, m, keys):
+    """Set up merge ``q`` of the ``m`` parts at ``bids[off:]`` (their pairs' keys in
+    ``brk`` if ``keys``, else their ranks); list it in ``act`` if it has a pair.
+    Return the new count of ``act``. (The arrays come one by one, not as the block: in
+    a kernel with Numba's runtime each array handed on costs reference counting.)"""
+    boff[_ix(q)] = off
+    bm[_ix(q)] = m
+    binit[_ix(q)] = keys
+    ppos[_ix(2 * q)] = -1
+    ppos[_ix(2 * q + 1)] = -1
+    if m > 1:
+        act[_ix(nact)] = q
+        nact += 1
+    return nact
 
 
 @njit_inline
@@ -573,10 +614,15 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
         done = False  # nothing more to put in the cache
         if r0 <= -2:
             q = -2 - r0
-            base = boff[_ix(q)]
-            for i in range(bm[_ix(q)]):
-                out[_ix(n + i)] = bids[_ix(base + i)]
-            n += bm[_ix(q)]
+            for qq in range(q, q + res2[_ix(j)]):  # its merges, one a segment
+                base = boff[_ix(qq)]
+                mq = bm[_ix(qq)]
+                # the first two ids either way (a segment mostly has one or two)
+                out[_ix(min(n + 1, last))] = bids[_ix(min(base + 1, bids.size - 1))]
+                out[_ix(n)] = bids[_ix(base)]
+                for i in range(2, mq):
+                    out[_ix(n + i)] = bids[_ix(base + i)]
+                n += mq
             fill = pslot[_ix(q)]
             done = fill < 0  # its key found no room in the cache
         else:

@@ -10,6 +10,9 @@
   to 16 in ``longs``) and its length, so a lookup touches one slot and nothing else.
 - ``atoms`` and ``atom_pats``: characters whose bytes always become one token before
   they meet a neighbour (see atoms.py); merging starts from that token.
+  ``atom_joins``: a bit filter of the pairs of atoms that some token holds side by
+  side; two atoms side by side that are not in it never join, so a piece merges as the
+  segments cut between them.
 
 How they are built is in build.py.
 """
@@ -43,10 +46,11 @@ class BpeTables(NamedTuple):
     atom_pats: np.ndarray  # int64: neighbour patterns that forbid an atom, see _atom_table
     longs: np.ndarray  # int64 [size, 3]: longer tokens: bytes 0-7 and 8-15 packed, (length << 32) | id
     pair_filter: np.ndarray  # int64 [2^k]: two bits set a pair in pairs, see _may_merge
+    atom_joins: np.ndarray  # int64 [2^k]: the same kind of filter of atom pairs some token holds, see atoms.py
 
 
 # Field order of a packed model (see pack_tables): the arrays, then pair_bits.
-_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs", "pair_filter")
+_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs", "pair_filter", "atom_joins")
 _PACKED_DTYPES = {f: np.dtype(np.uint8 if f == "tok_bytes" else np.int32 if f in ("byte_ids", "rank_new") else np.int64) for f in _PACKED_FIELDS}
 _HEADER = 32  # int64 words before the first array: (start, count) per array, then pair_bits
 
@@ -87,13 +91,13 @@ def unpack_tables(P: np.ndarray) -> BpeTables:
 
 @njit_inline
 def _unpack_tables(P):
-    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[22]
+    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[24]
     return BpeTables(
         P[P[0] : P[0] + (P[1] + 7) // 8].view(np.uint8)[: P[1]],
         P[P[2] : P[2] + P[3]],
         P[P[4] : P[4] + (P[5] + 1) // 2].view(np.int32)[: P[5]],
         P[P[6] : P[6] + P[7]],
-        P[22],
+        P[24],
         P[P[8] : P[8] + (P[9] + 1) // 2].view(np.int32)[: P[9]],
         P[P[10] : P[10] + P[11]],
         P[P[12] : P[12] + P[13]].reshape(P[13] // 2, 2),
@@ -101,6 +105,7 @@ def _unpack_tables(P):
         P[P[16] : P[16] + P[17]],
         P[P[18] : P[18] + P[19]].reshape(P[19] // 3, 3),
         P[P[20] : P[20] + P[21]],
+        P[P[22] : P[22] + P[23]],
     )
 
 

@@ -123,3 +123,63 @@ def test_trained_model_same_as_without_atoms():
         cuts = rng.integers(0, len(data) + 1, size=3).tolist()
         assert _encode_pieces(t, data, cuts) == _encode_pieces(_no_atoms(t), data, cuts), text
         assert tok.decode(tok.encode(text)) == text
+
+
+def _atom_pairs_in_tokens(tables) -> set[tuple[int, int]]:
+    """(left, right) atom ids of every two characters side by side in a token, in Python."""
+    out = set()
+    for t in range(tables.tok_off.size - 1):
+        data = bytes(tables.tok_bytes[tables.tok_off[t] : tables.tok_off[t + 1]])
+        prev, i = -1, 0
+        while i < len(data):
+            n = {0xC: 2, 0xD: 2, 0xE: 3}.get(data[i] >> 4, 0)
+            try:
+                ch = data[i : i + n].decode() if n and i + n <= len(data) else ""
+            except UnicodeDecodeError:
+                ch = ""
+            if not ch:
+                prev, i = -1, i + 1
+                continue
+            a = atom_id(tables, ord(ch))
+            if a >= 0 and prev >= 0:
+                out.add((prev, a))
+            prev, i = a, i + n
+    return out
+
+
+def test_atom_joins_holds_every_pair_a_token_holds(o200k):
+    """No pair of atoms side by side in a token is cut (the filter has no false negative),
+    and most pairs of common Han characters are (else there is nothing to cut)."""
+    import numba
+
+    from dwstok.bpe.tables import _may_merge
+    from dwstok.hashing import _hash_pair
+
+    @numba.njit
+    def joins(f, lefts, rights, bits):  # as _first_parts asks
+        return np.array([_may_merge(f, _hash_pair((lefts[i] << bits) | rights[i])) for i in range(lefts.size)])
+
+    t = o200k[0]._tables
+    joined = np.array(sorted(_atom_pairs_in_tokens(t)), np.int64)
+    assert len(joined) > 5000
+    assert joins(t.atom_joins, joined[:, 0], joined[:, 1], t.pair_bits).all()
+    ids = np.array([atom_id(t, ord(c)) for c in ATOMIC], np.int64)
+    lefts, rights = np.repeat(ids, ids.size), np.tile(ids, ids.size)
+    assert (~joins(t.atom_joins, lefts, rights, t.pair_bits)).sum() > lefts.size // 2
+
+
+def test_runs_in_segments_match_tiktoken(o200k):
+    """Han, kana and Thai runs cut into segments: short pieces (merged side by side), long
+    ones (merged alone), a segment longer than the quadratic scan's (ーー is a token),
+    and a block of pieces with more segments than its room, where the rest merge whole."""
+    ours, theirs = o200k
+    rng = np.random.default_rng(11)
+    han = ATOMIC + list("しれルプァォ數標檔範塊顯複の")
+    thai = list("กขคงจฉชซญดตถทธนบปผพฟภมยรลวศสหอฮะาำิีึืุูเแโใไ่้๊๋็์")
+    texts = ["ー" * 60 + "用的一" + "ー" * 30, "".join(rng.choice(thai, 400))]
+    for n in (1, 2, 3, 5, 10, 31, 32, 33, 40, 100, 300):
+        texts.append("".join(rng.choice(han, n)))
+    texts.append(", ".join("".join(rng.choice(han, 31)) for _ in range(700)))
+    for text in texts:
+        assert ours.encode(text) == theirs.encode_ordinary(text), text[:40]
+    assert ours.encode_batch(texts, num_threads=2) == [theirs.encode_ordinary(x) for x in texts]
