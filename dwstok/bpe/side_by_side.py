@@ -63,6 +63,7 @@ def _merge_side_by_side(T, bids, brk, boff, bm, pkey, ppos, act, binit, nact):
                 brk[_ix(base + jj)] = brk[_ix(base + jj + 1)]
             mm -= 1
             bm[_ix(q)] = mm
+            bids[_ix(base + mm)] = -1  # (step 4 skips it)
             for side in range(2):  # the pairs on both sides of the new token
                 pa = bi - 1 + side
                 ppos[_ix(2 * q + side)] = -1

@@ -95,15 +95,16 @@ class _Block(NamedTuple):
     hq: np.ndarray  # hash of piece j
     heads: np.ndarray  # its bytes 0-7, packed
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
-    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2 - q: merged as q, q + 1, ...
-    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one); with res <= -2: its merges
-    res3: np.ndarray  # and its third, or -1 (it has fewer)
+    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2: merged side by side
+    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one); with res -2: where its parts start in bids
+    res3: np.ndarray  # and its third, or -1 (it has fewer); with res -2: its first parts
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
     bidx: np.ndarray  # and those of one byte
     misses: np.ndarray  # pieces of at most SIDE_MAX bytes that are no token
-    bids: np.ndarray  # merge q (a piece's segment): parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
+    bids: np.ndarray  # the parts of the pieces merged side by side; -1 where a merge took one away
+    # merge q (a piece, or a segment of one): parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
     brk: np.ndarray
     boff: np.ndarray
     bm: np.ndarray  # parts left
@@ -111,7 +112,7 @@ class _Block(NamedTuple):
     ppos: np.ndarray
     act: np.ndarray  # merges still going
     binit: np.ndarray  # merge q still has to look up its first ranks
-    pslot: np.ndarray  # the cache slot of the piece merge q starts, put there in step 2b (-1: none)
+    pslot: np.ndarray  # piece j's cache slot, put there in step 2b to merge side by side (-1: none)
 
 
 @njit_inline
@@ -218,9 +219,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
         # 2b. the misses: in the cache, else set up to merge
-        nact = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
+        nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
         # 3. merge side by side
-        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nact))  # never a literal 0: one compile
+        _merge_side_by_side(T, B.bids, B.brk, B.boff, B.bm, B.pkey, B.ppos, B.act, B.binit, np.int64(nq))  # never a literal 0: one compile
         # 4. write out
         n = _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, out, n)
     return n
@@ -456,12 +457,12 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
 def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_joins, byte_pairs, pairs, pair_filter, bits, slots, vals, state, keys, front, B):
     """Step 2b: each miss is in the cache (its slot was prefetched in 2a), or is set up
     to merge side by side while its parts fit in the block's room; return how many
-    merges (segments) have pairs to merge, listed in ``act``.
+    merges it set up (listed in ``act``).
 
     A piece set up to merge goes in the cache at once, its ids pending until step 4
     writes them: the same piece later in the block then finds it instead of merging again.
-    A piece with atoms is a merge a segment (see atoms.py) while the room for merges
-    holds one a part; its pairs across cuts are never looked up.
+    A piece with atoms is a merge a segment of two parts or more (see atoms.py), while
+    the room for merges holds one a part; its pairs across cuts are never looked up.
     """
     hq, heads, nexts, res, res2, res3, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot, B.misses
     bids, brk, boff, bm, ppos, act, binit, pslot = B.bids, B.brk, B.boff, B.bm, B.ppos, B.act, B.binit, B.pslot
@@ -469,7 +470,6 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
     pmask = pairs.size - 1
     used = 0
     nq = 0
-    nact = 0
     for a in range(nmiss):
         j = misses[_ix(a)]
         s = bounds[_ix(b0 + j)]
@@ -503,11 +503,10 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
-        if used + m > bids.size or nq + 2 > boff.size:  # (a piece has at most as many parts as bytes)
+        if used + m > bids.size or nq == boff.size:  # (a piece has at most as many parts as bytes)
             continue  # no room left in this block: step 4 merges it alone
-        q = nq
-        res[_ix(j)] = -2 - q
-        pslot[_ix(q)] = -1
+        res[_ix(j)] = -2
+        pslot[_ix(j)] = -1
         if 2 * (state[0] + 1) <= cmask + 1 and state[2] + max(m - 16, 0) <= keys.size:
             # as _put_slot, written out
             while slots[_ix(i), 2] >= 0:
@@ -520,62 +519,48 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
                 keys[_ix(state[2] + jj)] = buf[_ix(s + 16 + jj)]
             state[0] += 1
             state[2] += max(m - 16, 0)
-            pslot[_ix(q)] = i
+            pslot[_ix(j)] = i
         base = used
         mp = _first_parts(buf, s, e, byte_ids, atoms, atom_pats, atom_joins, bits, bids, base)
         used += mp
+        res2[_ix(j)] = base  # its parts, merged in place: step 4 skips the -1s merges leave
+        res3[_ix(j)] = mp
+        q0 = nq
         if mp == m:  # bytes only: ranks from the dense table, one merge
             for i in range(m - 1):
                 brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
-            nact = _add_merge(boff, bm, binit, ppos, act, nq, nact, base, m, False)
-            nq += 1
-        else:  # atoms: a merge a segment, if there is room for one a part
-            cuts = np.int64(nq + mp < boff.size)
             boff[_ix(nq)] = base
-            for i in range(1, mp):  # without a branch on the cuts, as _first_parts
-                c = np.int64(bids[_ix(base + i)])
+            bm[_ix(nq)] = m
+            nq += 1
+        else:  # atoms: a merge a segment of two parts or more, while there is room
+            cuts = np.int64(nq + mp < boff.size)
+            st = base  # where the segment starts
+            for i in range(base + 1, base + mp):  # without a branch on the cuts, as _first_parts
+                c = np.int64(bids[_ix(i)])
                 cut = (c >> 30) & 1
                 c &= ~np.int64(CUT)
-                bids[_ix(base + i)] = c
+                bids[_ix(i)] = c
                 # the pair's lookup (none across a cut), prefetched now and read in the
                 # first round of step 3 (the filter's word too, tested then: as in step 3)
-                key = (np.int64(bids[_ix(base + i - 1)]) << bits) | c
+                key = (np.int64(bids[_ix(i - 1)]) << bits) | c
                 h = _hash_pair(key)
                 _prefetch(pair_filter, _filter_word(pair_filter, h) * (1 - cut))
                 _prefetch(pairs, np.int64(h & np.uint64(pmask)) * (1 - cut))
-                brk[_ix(base + i - 1)] = key
+                brk[_ix(i - 1)] = key
                 cut &= cuts
-                boff[_ix(nq + 1)] = base + i  # where the next segment starts, if i is a cut
-                nq += cut
-            boff[_ix(nq + 1)] = base + mp
-            for qq in range(q, nq + 1):
-                mq = boff[_ix(qq + 1)] - boff[_ix(qq)]
-                bm[_ix(qq)] = mq
-                binit[_ix(qq)] = True
-                ppos[_ix(2 * qq)] = -1
-                ppos[_ix(2 * qq + 1)] = -1
-                act[_ix(nact)] = qq
-                nact += mq > 1
-            nq += 1
-        res2[_ix(j)] = nq - q
-    return nact
-
-
-@njit_inline
-def _add_merge(boff, bm, binit, ppos, act, q, nact, off, m, keys):
-    """Set up merge ``q`` of the ``m`` parts at ``bids[off:]`` (their pairs' keys in
-    ``brk`` if ``keys``, else their ranks); list it in ``act`` if it has a pair.
-    Return the new count of ``act``. (The arrays come one by one, not as the block: in
-    a kernel with Numba's runtime each array handed on costs reference counting.)"""
-    boff[_ix(q)] = off
-    bm[_ix(q)] = m
-    binit[_ix(q)] = keys
-    ppos[_ix(2 * q)] = -1
-    ppos[_ix(2 * q + 1)] = -1
-    if m > 1:
-        act[_ix(nact)] = q
-        nact += 1
-    return nact
+                boff[_ix(nq)] = st  # the segment so far, kept if i cuts it
+                bm[_ix(nq)] = i - st
+                nq += cut & np.int64(i - st > 1)
+                st += cut * (i - st)
+            boff[_ix(nq)] = st
+            bm[_ix(nq)] = base + mp - st
+            nq += np.int64(base + mp - st > 1)
+        for q in range(q0, nq):
+            binit[_ix(q)] = mp != m
+            ppos[_ix(2 * q)] = -1
+            ppos[_ix(2 * q + 1)] = -1
+            act[_ix(q)] = q
+    return nq
 
 
 @njit_inline
@@ -589,7 +574,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
     has up to FRONT_MAX bytes and three ids.
     """
     hq, heads, nexts, res, res2, res3, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot
-    bids, boff, bm, pslot = B.bids, B.boff, B.bm, B.pslot
+    bids, pslot = B.bids, B.pslot
     ids, rk, H = S
     cmask = slots.shape[0] - 1
     last = out.size - 1
@@ -613,17 +598,12 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
         fill = -1  # the piece's cache slot whose ids are pending
         done = False  # nothing more to put in the cache
         if r0 <= -2:
-            q = -2 - r0
-            for qq in range(q, q + res2[_ix(j)]):  # its merges, one a segment
-                base = boff[_ix(qq)]
-                mq = bm[_ix(qq)]
-                # the first two ids either way (a segment mostly has one or two)
-                out[_ix(min(n + 1, last))] = bids[_ix(min(base + 1, bids.size - 1))]
-                out[_ix(n)] = bids[_ix(base)]
-                for i in range(2, mq):
-                    out[_ix(n + i)] = bids[_ix(base + i)]
-                n += mq
-            fill = pslot[_ix(q)]
+            base = res2[_ix(j)]
+            for i in range(res3[_ix(j)]):  # its parts, less those merged away (-1)
+                v = bids[_ix(base + i)]
+                out[_ix(min(n, last))] = v
+                n += v >= 0
+            fill = pslot[_ix(j)]
             done = fill < 0  # its key found no room in the cache
         else:
             hit = hslot[_ix(j)]
