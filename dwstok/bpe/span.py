@@ -97,7 +97,7 @@ class _Block(NamedTuple):
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
     res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2: merged side by side
     res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one); with res -2: where its parts start in bids
-    res3: np.ndarray  # and its third, or -1 (it has fewer); with res -2: its first parts
+    res3: np.ndarray  # and its third, or -1 (it has fewer); with res -2: its first parts, or -1 - q: its one merge
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
@@ -531,6 +531,7 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
                 brk[_ix(base + i)] = byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
             boff[_ix(nq)] = base
             bm[_ix(nq)] = m
+            res3[_ix(j)] = -1 - nq  # step 4 copies the merge's parts left
             nq += 1
         else:  # atoms: a merge a segment of two parts or more, while there is room
             cuts = np.int64(nq + mp < boff.size)
@@ -574,7 +575,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
     has up to FRONT_MAX bytes and three ids.
     """
     hq, heads, nexts, res, res2, res3, hslot = B.hq, B.heads, B.nexts, B.res, B.res2, B.res3, B.hslot
-    bids, pslot = B.bids, B.pslot
+    bids, bm, pslot = B.bids, B.bm, B.pslot
     ids, rk, H = S
     cmask = slots.shape[0] - 1
     last = out.size - 1
@@ -599,10 +600,17 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
         done = False  # nothing more to put in the cache
         if r0 <= -2:
             base = res2[_ix(j)]
-            for i in range(res3[_ix(j)]):  # its parts, less those merged away (-1)
-                v = bids[_ix(base + i)]
-                out[_ix(min(n, last))] = v
-                n += v >= 0
+            r3 = res3[_ix(j)]
+            if r3 < 0:  # one merge: its parts left
+                q = -1 - r3
+                for i in range(bm[_ix(q)]):
+                    out[_ix(n + i)] = bids[_ix(base + i)]
+                n += bm[_ix(q)]
+            else:
+                for i in range(r3):  # its parts, less those merged away (-1)
+                    v = bids[_ix(base + i)]
+                    out[_ix(min(n, last))] = v
+                    n += v >= 0
             fill = pslot[_ix(j)]
             done = fill < 0  # its key found no room in the cache
         else:
