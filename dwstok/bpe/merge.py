@@ -1,5 +1,6 @@
 """Merging one piece: its first parts, then the quadratic scan, sweeps or the heap by
-how many parts it starts with."""
+how many parts it starts with; a piece that atoms cut (see atoms.py), segment by
+segment."""
 
 from __future__ import annotations
 
@@ -8,14 +9,13 @@ import numpy as np
 from .._intrinsics import ix as _ix
 from .._jit import njit, njit_inline
 from .heap import _merge_heap
-from .parts import CUT, _first_parts, _first_ranks
+from .parts import CUT_RANK, _atom_ranks, _first_parts, _first_ranks
 from .quadratic import QUAD_PARTS, _merge_scan
 from .sweeps import SWEEP_PARTS, _merge_sweeps
-from .tables import NO_RANK, BpeTables, _new_id, _pair_rank
+from .tables import NO_RANK, BpeTables, _new_id
 
 SMALL = 20  # parts of a piece that merges in the small scratch arrays (and on average side by side)
 HEAP_SCRATCH = 4096  # pieces up to this many bytes merge in preallocated heap arrays
-CUT_RANK = NO_RANK + 1  # a pair across a cut (see atoms.py): it never merges, nor is looked up
 
 
 @njit_inline
@@ -65,25 +65,8 @@ def _merge(buf, s, e, T, S, out, n, max_rank):
         m = nb
         for i in range(m):
             ids[_ix(i)] = T.byte_ids[buf[_ix(s + i)]]
-    _first_ranks(buf, s, e, m, T, ids, rk, 0, max_rank)
+    _first_ranks(buf, s, e, T, rk, max_rank)
     return _merged(T, ids, rk, H, m, out, n, max_rank)
-
-
-@njit_inline
-def _atom_ranks(T, ids, rk, m):
-    """The ranks of the pairs of the ``m`` first parts in ``ids`` (clearing their
-    ``CUT`` flags), ``CUT_RANK`` for a pair across a cut, not looked up; return how
-    many cuts there are. One loop of lookups that do not wait on one another."""
-    cuts = 0
-    for i in range(1, m):
-        c = ids[_ix(i)]
-        if c & CUT:
-            ids[_ix(i)] = c ^ CUT
-            rk[_ix(i - 1)] = CUT_RANK
-            cuts += 1
-        else:
-            rk[_ix(i - 1)] = _pair_rank(T, ids[_ix(i - 1)], c)
-    return cuts
 
 
 @njit_inline

@@ -10,6 +10,7 @@ from ..hashing import _hash_pair
 from .tables import NO_RANK, _may_merge, _pair_rank
 
 CUT = np.int32(1 << 30)  # in a first part's id: no merge joins it to the part before (bit 30)
+CUT_RANK = NO_RANK + 1  # the rank of a pair across a cut: it never merges, nor is looked up
 
 
 @njit_inline
@@ -98,12 +99,26 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
 
 
 @njit_inline
-def _first_ranks(buf, s, e, m, T, ids, rk, base, max_rank):
-    """rk[base + i] = rank of the pair of parts i, i + 1 (NO_RANK if it does not merge)."""
-    if m == e - s:  # bytes only: the dense table
-        for i in range(m - 1):
-            r = T.byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
-            rk[_ix(base + i)] = r if r < max_rank else NO_RANK
-    else:
-        for i in range(m - 1):
-            rk[_ix(base + i)] = _pair_rank(T, ids[_ix(base + i)], ids[_ix(base + i + 1)])
+def _first_ranks(buf, s, e, T, rk, max_rank):
+    """rk[i] = rank of the pair of bytes i, i + 1 of buf[s:e] (NO_RANK if it does not
+    merge below max_rank), from the dense table. (Parts with atoms: merge.py.)"""
+    for i in range(e - s - 1):
+        r = T.byte_pairs[np.int64(buf[_ix(s + i)]) * 256 + buf[_ix(s + i + 1)]]
+        rk[_ix(i)] = r if r < max_rank else NO_RANK
+
+
+@njit_inline
+def _atom_ranks(T, ids, rk, m):
+    """The ranks of the pairs of the ``m`` first parts in ``ids`` (clearing their
+    ``CUT`` flags), ``CUT_RANK`` for a pair across a cut, not looked up; return how
+    many cuts there are. One loop of lookups that do not wait on one another."""
+    cuts = 0
+    for i in range(1, m):
+        c = ids[_ix(i)]
+        if c & CUT:
+            ids[_ix(i)] = c ^ CUT
+            rk[_ix(i - 1)] = CUT_RANK
+            cuts += 1
+        else:
+            rk[_ix(i - 1)] = _pair_rank(T, ids[_ix(i - 1)], c)
+    return cuts
