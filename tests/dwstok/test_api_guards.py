@@ -38,11 +38,11 @@ import sys
 import numpy as np
 from dwstok.merge_learner import learn_merges
 rng = np.random.default_rng(0)
-n = 300_000
-data = rng.integers(97, 123, n * 8).astype(np.uint8)
-offsets = np.arange(0, n * 8 + 1, 8, dtype=np.int64)
+n, size = 300_000, 64  # long enough pieces that 200k merges take many seconds
+data = rng.integers(97, 123, n * size).astype(np.uint8)
+offsets = np.arange(0, n * size + 1, size, dtype=np.int64)
 weights = rng.integers(1, 1000, n).astype(np.int64)
-learn_merges(data[:80], offsets[:11], weights[:10], 5)  # compile (or load) first
+learn_merges(data[: 10 * size], offsets[:11], weights[:10], 5)  # compile (or load) first
 print("start", flush=True)
 try:
     learn_merges(data, offsets, weights, 200_000)
