@@ -42,7 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .bpe.tables import NO_RANK, _filter_bits, _new_id, _pair_rank
+from .bpe.build import _pow2_at_least
+from .bpe.tables import NO_RANK, _filter_add, _new_id, _pair_rank
 from .hashing import _hash_pair
 
 MAX_PATTERNS = 8  # a character with more forbidding neighbours is no atom
@@ -70,10 +71,7 @@ def atom_joins(T, atoms) -> np.ndarray:
     their ids: two bits a pair in one int64 word, as ``pair_filter``; a pair not in it
     may pass, which only forgoes a cut."""
     n = _join_pairs(T.tok_bytes, T.tok_off, atoms, T.pair_bits, np.zeros(1, np.uint64), False)
-    words = 1
-    while words * 64 < n * JOIN_BITS_A_PAIR:
-        words *= 2
-    f = np.zeros(words, np.uint64)
+    f = np.zeros(_pow2_at_least(-(-n * JOIN_BITS_A_PAIR // 64)), np.uint64)
     _join_pairs(T.tok_bytes, T.tok_off, atoms, T.pair_bits, f, True)
     return f.view(np.int64)
 
@@ -83,7 +81,6 @@ def _join_pairs(tok_bytes, tok_off, atoms, bits, f, fill):
     """Count the pairs of atoms side by side in a token (with repeats) and, if ``fill``,
     set their bits in ``f``."""
     count = 0
-    words = np.uint64(f.size - 1)
     for t in range(tok_off.size - 1):
         prev = np.int64(-1)  # the atom just before i, if the byte before i ends one
         i = tok_off[t]
@@ -108,8 +105,7 @@ def _join_pairs(tok_bytes, tok_off, atoms, bits, f, fill):
             if a >= 0 and prev >= 0:
                 count += 1
                 if fill:
-                    h = _hash_pair((prev << bits) | a)
-                    f[np.int64((h >> np.uint64(32)) & words)] |= _filter_bits(h)
+                    _filter_add(f, _hash_pair((prev << bits) | a))
             prev = a
             i += n
     return count

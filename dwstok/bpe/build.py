@@ -14,7 +14,7 @@ from .._intrinsics import readonly
 from .._jit import njit
 from ..hashing import _hash_bytes, _hash_pair, _pack8
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
-from .tables import NO_RANK, BpeTables, _filter_bits, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
+from .tables import NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 
 
 @njit
@@ -43,8 +43,7 @@ def _build_pair_filter(pairs, bits, words):
     f = np.zeros(words, np.uint64)
     for v in pairs:
         if v >= 0:
-            h = _hash_pair(v >> shift)
-            f[np.int64((h >> np.uint64(32)) & np.uint64(words - 1))] |= _filter_bits(h)
+            _filter_add(f, _hash_pair(v >> shift))
     return f.view(np.int64)
 
 

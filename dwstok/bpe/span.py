@@ -120,7 +120,7 @@ def block_words(nblk):
     """int64 words of the work arrays of a block of ``nblk`` pieces (``_block``)."""
     r = SMALL * nblk  # room for the parts of the block's merges
     nq = SEGMENTS * nblk  # and for their merges, a segment each
-    return 11 * nblk + 8 * nq + (r + 1) // 2 + r + (nq + 7) // 8
+    return 12 * nblk + 7 * nq + (r + 1) // 2 + r + (nq + 7) // 8
 
 
 @njit_inline
@@ -175,8 +175,8 @@ def _block(w, nblk):
     at += 2 * nq
     act = w[at : at + nq]
     at += nq
-    pslot = w[at : at + nq]
-    at += nq
+    pslot = w[at : at + nblk]
+    at += nblk
     flags = w[at : at + (nq + 7) // 8]  # (w[at:] had cleared all the rest of w)
     flags[:] = 0
     binit = flags.view(np.bool_)[:nq]

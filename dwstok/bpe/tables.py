@@ -150,6 +150,13 @@ def _filter_word(pair_filter, h):
 
 
 @njit_inline
+def _filter_add(f, h):
+    """Set the bits of the pair with hash ``h`` in the filter ``f`` (uint64 words), as
+    ``_may_merge`` tests them."""
+    f[_filter_word(f, h)] |= _filter_bits(h)
+
+
+@njit_inline
 def _filter_bits(h):
     """The two bits of a filter word that the pair with hash ``h`` sets."""
     one = np.uint64(1)
