@@ -43,6 +43,7 @@ import numpy as np
 
 from ._jit import njit
 from .bpe.build import _pow2_at_least
+from .bpe.parts import _char23
 from .bpe.tables import NO_RANK, _filter_add, _new_id, _pair_rank
 from .hashing import _hash_pair
 
@@ -88,14 +89,7 @@ def _join_pairs(tok_bytes, tok_off, atoms, bits, f, fill):
         while i < b:
             c = np.int64(tok_bytes[i])
             n = 2 if 0xC2 <= c < 0xE0 else 3 if 0xE0 <= c < 0xF0 else 0
-            cp = np.int64(-1)
-            if n > 0 and i + n <= b and (tok_bytes[i + 1] & 0xC0) == 0x80:
-                if n == 2:
-                    cp = ((c & 0x1F) << 6) | (tok_bytes[i + 1] & 0x3F)
-                elif (tok_bytes[i + 2] & 0xC0) == 0x80:
-                    cp = ((c & 0xF) << 12) | (np.int64(tok_bytes[i + 1] & 0x3F) << 6) | (tok_bytes[i + 2] & 0x3F)
-                    if cp < 0x800:
-                        cp = -1  # overlong
+            cp = _char23(tok_bytes, i, b, c) if n > 0 else np.int64(-1)
             if cp < 0:
                 prev = -1
                 i += 1

@@ -14,6 +14,22 @@ CUT_RANK = NO_RANK + 1  # the rank of a pair across a cut: it never merges, nor 
 
 
 @njit_inline
+def _char23(buf, i, e, c):
+    """The code point of the two- or three-byte character at buf[i] (lead byte ``c``,
+    0xC2 <= c < 0xF0), or -1 if it is cut short by ``e``, a continuation byte is wrong,
+    or it is overlong. (The one decoder of the atom paths: _first_parts and
+    atoms._join_pairs must agree on which characters are atoms.)"""
+    if c < 0xE0:
+        if i + 2 > e or (buf[_ix(i + 1)] & 0xC0) != 0x80:
+            return np.int64(-1)
+        return ((c & 0x1F) << 6) | np.int64(buf[_ix(i + 1)] & 0x3F)
+    if i + 3 > e or (buf[_ix(i + 1)] & 0xC0) != 0x80 or (buf[_ix(i + 2)] & 0xC0) != 0x80:
+        return np.int64(-1)
+    cp = ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | np.int64(buf[_ix(i + 2)] & 0x3F)
+    return cp if cp >= 0x800 else np.int64(-1)  # (below: overlong)
+
+
+@njit_inline
 def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
     """Write the parts merging starts from for buf[s:e] to ids[base:]; return their count.
 
@@ -41,14 +57,7 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
             pa = -1
             continue
         n = 2 if c < 0xE0 else 3
-        cp = -1
-        if i + n <= e and (buf[_ix(i + 1)] & 0xC0) == 0x80:
-            if n == 2:
-                cp = ((c & 0x1F) << 6) | (buf[_ix(i + 1)] & 0x3F)
-            elif (buf[_ix(i + 2)] & 0xC0) == 0x80:
-                cp = ((c & 0xF) << 12) | (np.int64(buf[_ix(i + 1)] & 0x3F) << 6) | (buf[_ix(i + 2)] & 0x3F)
-                if cp < 0x800:
-                    cp = -1  # overlong
+        cp = _char23(buf, i, e, c)
         if cp < 0:
             ids[_ix(base + m)] = byte_ids[_ix(c)]
             m += 1
@@ -57,7 +66,9 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
             pa = -1
             continue
         a = atoms[_ix(cp)]
-        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
+        # an atom, with a whole character before it and none cut off after it
+        ok = a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80)
+        if ok:
             p0 = a >> 32
             for q in range(p0, p0 + ((a >> 24) & 0xFF)):
                 code = pats[_ix(q)]
@@ -74,9 +85,9 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
                 for u in range(k):
                     v |= np.int64(buf[_ix(j + u)]) << (8 * u)
                 if v == code >> 4:
-                    a = -1  # this neighbour may take a part of the character first
+                    ok = False  # this neighbour may take a part of the character first
                     break
-        if a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80):
+        if ok:
             a &= 0xFFFFFF
             if n == 3:  # (cuts between two-byte letters are rare: not looked for)
                 # without a branch: whether a cut follows a Han character is a coin toss
