@@ -217,6 +217,36 @@ def _runner(mode: str, encoder: str, threads: int, ranks: Path):
     raise SystemExit(f"no runner for {encoder} {mode}")
 
 
+class _GrowthClock:
+    """Seconds dwstok's piece-cache pool spends making caches and growing them (clearing a
+    new cache's memory, a slice at a time or at once, and moving the entries), summed over
+    threads: where it falls, a group's ratio drops (on this VM, first touches of fresh
+    memory are slow). The pool calls these through the ``dwstok.bpe`` module, so they are
+    wrapped there. Nothing for other encoders."""
+
+    def __init__(self, encoder: str):
+        self.spans: list[float] = []
+        if encoder != "dwstok":
+            return
+        from dwstok import bpe
+
+        for owner, name in ((bpe, "new_cache"), (bpe, "grown_cache"), (bpe.NextCache, "advance")):
+            setattr(owner, name, self._timed(getattr(owner, name)))
+
+    def _timed(self, f):
+        def timed(*args, **kw):
+            t0 = time.perf_counter()
+            try:
+                return f(*args, **kw)
+            finally:
+                self.spans.append(time.perf_counter() - t0)
+
+        return timed
+
+    def seconds(self) -> float:
+        return sum(self.spans)
+
+
 def worker(case: str, sample: Path, ranks: Path) -> dict:
     """Run one case in this process; return its figures per group."""
     import resource
@@ -226,6 +256,7 @@ def worker(case: str, sample: Path, ranks: Path) -> dict:
     if not os.environ.get("BENCH_NO_PIN"):
         _pin(threads)
     warm, groups = read_sample(sample)
+    growth = _GrowthClock(encoder)
     run = _runner(mode, encoder, threads, ranks)
     run(warm)
     # The second pass gets new str objects with the same text: every piece seen before,
@@ -239,9 +270,10 @@ def worker(case: str, sample: Path, ranks: Path) -> dict:
         out = {}
         r0 = resource.getrusage(resource.RUSAGE_SELF)
         for g, texts in sample_texts.items():
-            t0, c0 = time.perf_counter(), time.process_time()  # CPU time of all threads
+            t0, c0, g0 = time.perf_counter(), time.process_time(), growth.seconds()  # CPU time of all threads
             count = run(texts)
-            out[g] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "tokens": count}
+            out[g] = {"wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "tokens": count,
+                      "growth_s": growth.seconds() - g0}
         r1 = resource.getrusage(resource.RUSAGE_SELF)
         # time in the kernel and page faults: first touches of fresh memory, which on a
         # VM whose host backs memory lazily can cost 20 ms a 2 MB page
@@ -282,6 +314,7 @@ def _summarize(
         wall = {g: statistics.median(r["groups"][g]["wall_s"] for r in runs) for g in groups}
         cpu = {g: statistics.median(r["groups"][g]["cpu_s"] for r in runs) for g in groups}
         total = sum(wall.values())
+        growth = {g: statistics.median(r["groups"][g].get("growth_s", 0.0) for r in runs) for g in groups}
         rows[case] = {
             "mode": _case(case)[0], "encoder": _case(case)[1], "threads": _case(case)[2], "runs": len(runs),
             "tokens": {g: runs[0]["groups"][g]["tokens"] for g in groups},
@@ -293,6 +326,7 @@ def _summarize(
             "wall_s_all_runs": [sum(r["groups"][g]["wall_s"] for g in groups) for r in runs],
             "sys_s_runs": [r["kernel"][which]["sys_s"] for r in runs],
             "minflt_runs": [r["kernel"][which]["minflt"] for r in runs],
+            "growth_s": growth, "growth_s_all_runs": [sum(r["groups"][g].get("growth_s", 0.0) for g in groups) for r in runs],
         }
     ratios = {"wall": {}, "cpu": {}}
     for clock, table in ratios.items():
@@ -345,6 +379,7 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict, which: str =
             f" | {sum(r['tokens'].values()) / r['wall_s_all'] / 1e6:.2f} | {vs(peer)} | {vs(tik)}"
             f" | {total / fastest / 1e6:.1f} | {vs_fastest} | {sys_ms} | {r['peak_rss_mb']:.0f} |"
         )
+    lines += _growth_lines(rows)
     for clock, ratios in summary["ratios"].items():
         if not ratios:
             continue
@@ -361,6 +396,24 @@ def _tables(summary: dict, group_bytes: dict[str, int], meta: dict, which: str =
             lines.append(f"| {g} | {nb / 1e3:.0f} | " + " | ".join(f"{ratios[m]['groups'][g]:.2f}" for m in modes) + " |")
         lines.append(f"| **all** | {total / 1e3:.0f} | " + " | ".join(f"**{ratios[m]['all']:.2f}**" for m in modes) + " |")
         lines.append("| worst | | " + " | ".join(f"{ratios[m]['worst'][1]:.2f} ({ratios[m]['worst'][0]})" for m in modes) + " |")
+    return lines
+
+
+def _growth_lines(rows: dict) -> list[str]:
+    """Markdown: for each dwstok case, the time its piece-cache pool spent making and
+    growing caches (see _GrowthClock), and the groups it fell in."""
+    lines = []
+    for case, r in rows.items():
+        runs = r.get("growth_s_all_runs") or [0.0]
+        if r["encoder"] != "dwstok" or max(runs) == 0:
+            continue
+        top = sorted(((s, g) for g, s in r["growth_s"].items() if s >= 5e-4), reverse=True)
+        where = ", ".join(f"{g} {1e3 * s:.1f}" for s, g in top) or "none over 0.5 ms a group"
+        lines.append(f"- {case}: {1e3 * statistics.median(runs):.1f} ms (median of processes) of"
+                     f" {1e3 * r['wall_s_all']:.0f} ms; by group (medians, ms): {where}")
+    if lines:
+        lines = ["", "Time dwstok's piece-cache pool spent making caches and growing them (clearing a new"
+                 " cache's memory, moving the entries), all threads:", ""] + lines
     return lines
 
 
