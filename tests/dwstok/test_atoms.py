@@ -109,6 +109,20 @@ def test_long_piece_same_as_without_atoms(o200k):
     assert _encode_pieces(t, data, []) == _encode_pieces(_no_atoms(t), data, [])
 
 
+def test_overlong_forms_start_as_bytes(o200k):
+    """A two-byte character written in three bytes (E0 83 A9 for é) is no character:
+    its bytes start as bytes, next to the atom it spells. (The random bytes above never
+    make one: an overlong form needs E0 and the character's own continuation bytes.)"""
+    t = o200k[0]._tables
+    for c in "éоاßñ":
+        assert atom_id(t, ord(c)) >= 0
+        cp = ord(c)
+        overlong = bytes([0xE0, 0x80 | (cp >> 6), 0x80 | (cp & 0x3F)])
+        data = overlong + c.encode() + overlong * 2 + c.encode()
+        assert _encode_pieces(t, data, []) == _encode_pieces(_no_atoms(t), data, [])
+        assert _encode_pieces(t, data, [3, 5]) == _encode_pieces(_no_atoms(t), data, [3, 5])
+
+
 def test_trained_model_same_as_without_atoms():
     """A small model trained on text of several scripts (merges rule, ids above 255)."""
     rng = np.random.default_rng(5)
