@@ -95,9 +95,9 @@ class _Block(NamedTuple):
     hq: np.ndarray  # hash of piece j
     heads: np.ndarray  # its bytes 0-7, packed
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
-    res: np.ndarray  # >= 0: its token (or first id); -1: cached or long; -2: merged side by side
-    res2: np.ndarray  # with res >= 0: its second id, or -1 (it has one); with res -2: where its parts start in bids
-    res3: np.ndarray  # and its third, or -1 (it has fewer); with res -2: its first parts, or -1 - q: its one merge
+    res: np.ndarray  # >= 0: its one to three ids, packed (_pack_ids); -1: cached or long; -2: merged side by side; -3: a token of FRONT_ID or more
+    res2: np.ndarray  # with res -2: where its parts start in bids; with res -3: the token
+    res3: np.ndarray  # with res -2: its first parts, or -1 - q: its one merge
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
     lidx: np.ndarray  # those over 8,
@@ -205,11 +205,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         _make_room(slots, vals, state, keys, b1 - b0)
-        B.res2[:] = -1
-        B.res3[:] = -1
         # 1. list by kind, settle the bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
-        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
+        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.res2, B.hslot)
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
@@ -264,13 +262,13 @@ def _list_by_kind(bounds, b0, b1, sidx, lidx, bidx):
 
 
 @njit_inline
-def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
+def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, res2, hslot):
     """A piece of one byte is its id (an empty piece, which no scanner makes: none)."""
     for a in range(n1):
         j = bidx[_ix(a)]
         s = bounds[_ix(b0 + j)]
         if bounds[_ix(b0 + j + 1)] > s:
-            res[_ix(j)] = byte_ids[buf[_ix(s)]]
+            res[_ix(j)] = _pack_one(byte_ids[buf[_ix(s)]], res2, j)
         else:
             res[_ix(j)] = -1
             hslot[_ix(j)] = -1
@@ -328,19 +326,25 @@ def _front_put(front, h, hd, nd, m, id0, id1, id2):
     front[_ix(f), 0] = hd
     front[_ix(f), 1] = nd
     front[_ix(f), 2] = (np.int64(m) << 32) | (1 + (id1 >= 0) + (id2 >= 0))
-    front[_ix(f), 3] = np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
+    front[_ix(f), 3] = _pack_ids(id0, id1, id2)
 
 
 @njit_inline
-def _front_ids(front, f, B, j):
-    """Settle piece j from front slot f, as a token is: its ids to ``res``, ``res2`` and
-    ``res3`` (-1 for those it does not have, stored as FRONT_ID)."""
-    w = front[_ix(f), 3]
-    B.res[_ix(j)] = w & FRONT_ID
-    b = (w >> 21) & FRONT_ID
-    c = (w >> 42) & FRONT_ID
-    B.res2[_ix(j)] = b if b != FRONT_ID else -1
-    B.res3[_ix(j)] = c if c != FRONT_ID else -1
+def _pack_ids(id0, id1, id2):
+    """Up to three ids (``id1``, ``id2``: -1 if it has fewer) in one word, 21 bits each,
+    FRONT_ID for none: as a front slot keeps them, and as ``res`` holds a settled piece
+    (one store and one load a piece instead of three). Every id must be below FRONT_ID."""
+    return np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
+
+
+@njit_inline
+def _pack_one(t, res2, j):
+    """``res`` of a piece that is token ``t``: packed, or -3 with ``t`` in ``res2`` if it
+    is FRONT_ID or more (a vocabulary of 2 million)."""
+    if t >= FRONT_ID:
+        res2[_ix(j)] = t
+        return np.int64(-3)
+    return _pack_ids(t, -1, -1)
 
 
 @njit_inline
@@ -365,7 +369,7 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
         f = np.int64(h & np.uint64(fmask))
         if m <= FRONT_MAX and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
             if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):  # (0 up to 8 bytes)
-                _front_ids(front, f, B, j)
+                B.res[_ix(j)] = front[_ix(f), 3]  # packed as res keeps them
                 continue
         idx[_ix(nmiss)] = j
         nmiss += 1
@@ -377,7 +381,7 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
 def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
     """Pieces of 2-8 bytes: a token from ``whole`` (put in the front), else a miss
     (cache slot prefetched)."""
-    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
     wmask = whole.shape[0] - 1
@@ -398,7 +402,7 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
                 break
             i = (i + 1) & wmask
         if t >= 0:
-            res[_ix(j)] = t
+            res[_ix(j)] = _pack_one(t, res2, j)
             _front_put(front, h, hd, 0, m, t, -1, -1)
             continue
         res[_ix(j)] = -1
@@ -414,7 +418,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
     """Pieces over 8 bytes: a token from ``longs`` (put in the front up to FRONT_MAX
     bytes), else a miss (cache slot prefetched), merged side by side if it has at most
     SIDE_MAX bytes."""
-    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
+    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
     lmask = longs.shape[0] - 1
@@ -440,7 +444,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
                     break
             i = (i + 1) & lmask
         if t >= 0:
-            res[_ix(j)] = t
+            res[_ix(j)] = _pack_one(t, res2, j)
             if m <= FRONT_MAX:
                 _front_put(front, h, hd, nd, m, t, -1, -1)
             continue
@@ -491,15 +495,15 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
         if found:
             vn = slots[_ix(i), 2] & 0xFFFFFFFF
             v0 = slots[_ix(i), 3] & 0xFFFFFFFF
-            if vn <= 3:  # one to three ids (not PENDING): settled as a token is
-                res[_ix(j)] = vals[_ix(v0)]
-                if vn >= 2:
-                    res2[_ix(j)] = vals[_ix(v0 + 1)]
-                if vn == 3:
-                    res3[_ix(j)] = vals[_ix(v0 + 2)]
-                if m <= FRONT_MAX:
-                    _front_put(front, hq[_ix(j)], hd, nd, m, res[_ix(j)], res2[_ix(j)], res3[_ix(j)])
-                continue
+            if vn <= 3:  # one to three ids (not PENDING): settled as a token is, if they pack
+                id0 = np.int64(vals[_ix(v0)])
+                id1 = np.int64(vals[_ix(v0 + 1)]) if vn >= 2 else -1
+                id2 = np.int64(vals[_ix(v0 + 2)]) if vn == 3 else -1
+                if max(id0, id1, id2) < FRONT_ID:
+                    res[_ix(j)] = _pack_ids(id0, id1, id2)
+                    if m <= FRONT_MAX:
+                        _front_put(front, hq[_ix(j)], hd, nd, m, id0, id1, id2)
+                    continue
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
@@ -583,12 +587,16 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
         j = k - b0
         r0 = res[_ix(j)]
         if r0 >= 0:  # one to three ids, without a branch on how many: out[n + 1] and
-            r2 = res2[_ix(j)]  # out[n + 2] are written either way (then overwritten, or
-            r3 = res3[_ix(j)]  # past the end), last to first
+            r2 = (r0 >> 21) & FRONT_ID  # out[n + 2] are written either way (then
+            r3 = r0 >> 42  # overwritten, or past the end), last to first
             out[_ix(min(n + 2, last))] = r3
             out[_ix(min(n + 1, last))] = r2
-            out[_ix(n)] = r0
-            n += 1 + (r2 >= 0) + (r3 >= 0)
+            out[_ix(n)] = r0 & FRONT_ID
+            n += 1 + (r2 != FRONT_ID) + (r3 != FRONT_ID)
+            continue
+        if r0 == -3:  # a token too big to pack
+            out[_ix(n)] = res2[_ix(j)]
+            n += 1
             continue
         s = bounds[_ix(k)]
         e = bounds[_ix(k + 1)]
