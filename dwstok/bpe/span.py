@@ -46,7 +46,7 @@ from .tables import _filter_word, _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
-FRONT_ID = (1 << 21) - 1  # a front slot packs ids in 21 bits each; this one means none
+FRONT_ID = (1 << 21) - 1  # ids are packed 21 bits each, this one for none (tables refuse more ids)
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
 SEGMENTS = 4  # merges a block has room for, a piece; a piece cut in more than fit merges whole
 
@@ -95,8 +95,8 @@ class _Block(NamedTuple):
     hq: np.ndarray  # hash of piece j
     heads: np.ndarray  # its bytes 0-7, packed
     nexts: np.ndarray  # its bytes 8-15 (set in step 2)
-    res: np.ndarray  # >= 0: its one to three ids, packed (_pack_ids); -1: cached or long; -2: merged side by side; -3: a token of FRONT_ID or more
-    res2: np.ndarray  # with res -2: where its parts start in bids; with res -3: the token
+    res: np.ndarray  # >= 0: its one to three ids, packed (_pack_ids); -1: cached or long; -2: merged side by side
+    res2: np.ndarray  # with res -2: where its parts start in bids
     res3: np.ndarray  # with res -2: its first parts, or -1 - q: its one merge
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
     sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
@@ -207,7 +207,7 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         _make_room(slots, vals, state, keys, b1 - b0)
         # 1. list by kind, settle the bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
-        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.res2, B.hslot)
+        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
@@ -262,13 +262,13 @@ def _list_by_kind(bounds, b0, b1, sidx, lidx, bidx):
 
 
 @njit_inline
-def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, res2, hslot):
+def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
     """A piece of one byte is its id (an empty piece, which no scanner makes: none)."""
     for a in range(n1):
         j = bidx[_ix(a)]
         s = bounds[_ix(b0 + j)]
         if bounds[_ix(b0 + j + 1)] > s:
-            res[_ix(j)] = _pack_one(byte_ids[buf[_ix(s)]], res2, j)
+            res[_ix(j)] = _pack_ids(byte_ids[buf[_ix(s)]], -1, -1)
         else:
             res[_ix(j)] = -1
             hslot[_ix(j)] = -1
@@ -318,10 +318,7 @@ def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, front):
 @njit_inline
 def _front_put(front, h, hd, nd, m, id0, id1, id2):
     """Put a piece of ``m`` bytes (2 to FRONT_MAX) with one to three ids (``id1``,
-    ``id2``: -1 if it has fewer) in its front slot, in place of what was there; not if
-    an id is FRONT_ID or more (a vocabulary of 2 million)."""
-    if id0 >= FRONT_ID or id1 >= FRONT_ID or id2 >= FRONT_ID:
-        return
+    ``id2``: -1 if it has fewer) in its front slot, in place of what was there."""
     f = np.int64(h & np.uint64(front.shape[0] - 1))
     front[_ix(f), 0] = hd
     front[_ix(f), 1] = nd
@@ -333,18 +330,9 @@ def _front_put(front, h, hd, nd, m, id0, id1, id2):
 def _pack_ids(id0, id1, id2):
     """Up to three ids (``id1``, ``id2``: -1 if it has fewer) in one word, 21 bits each,
     FRONT_ID for none: as a front slot keeps them, and as ``res`` holds a settled piece
-    (one store and one load a piece instead of three). Every id must be below FRONT_ID."""
+    (one store and one load a piece instead of three). Ids are below FRONT_ID, as
+    ``build._tables`` makes sure."""
     return np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
-
-
-@njit_inline
-def _pack_one(t, res2, j):
-    """``res`` of a piece that is token ``t``: packed, or -3 with ``t`` in ``res2`` if it
-    is FRONT_ID or more (a vocabulary of 2 million)."""
-    if t >= FRONT_ID:
-        res2[_ix(j)] = t
-        return np.int64(-3)
-    return _pack_ids(t, -1, -1)
 
 
 @njit_inline
@@ -381,7 +369,7 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
 def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
     """Pieces of 2-8 bytes: a token from ``whole`` (put in the front), else a miss
     (cache slot prefetched)."""
-    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
+    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
     wmask = whole.shape[0] - 1
@@ -402,7 +390,7 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
                 break
             i = (i + 1) & wmask
         if t >= 0:
-            res[_ix(j)] = _pack_one(t, res2, j)
+            res[_ix(j)] = _pack_ids(t, -1, -1)
             _front_put(front, h, hd, 0, m, t, -1, -1)
             continue
         res[_ix(j)] = -1
@@ -418,7 +406,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
     """Pieces over 8 bytes: a token from ``longs`` (put in the front up to FRONT_MAX
     bytes), else a miss (cache slot prefetched), merged side by side if it has at most
     SIDE_MAX bytes."""
-    hq, heads, nexts, res, res2, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.res2, B.hslot, B.misses
+    hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
     lmask = longs.shape[0] - 1
@@ -444,7 +432,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
                     break
             i = (i + 1) & lmask
         if t >= 0:
-            res[_ix(j)] = _pack_one(t, res2, j)
+            res[_ix(j)] = _pack_ids(t, -1, -1)
             if m <= FRONT_MAX:
                 _front_put(front, h, hd, nd, m, t, -1, -1)
             continue
@@ -495,15 +483,14 @@ def _set_up_merges(buf, bounds, b0, nmiss, byte_ids, atoms, atom_pats, atom_join
         if found:
             vn = slots[_ix(i), 2] & 0xFFFFFFFF
             v0 = slots[_ix(i), 3] & 0xFFFFFFFF
-            if vn <= 3:  # one to three ids (not PENDING): settled as a token is, if they pack
+            if vn <= 3:  # one to three ids (not PENDING): settled as a token is
                 id0 = np.int64(vals[_ix(v0)])
                 id1 = np.int64(vals[_ix(v0 + 1)]) if vn >= 2 else -1
                 id2 = np.int64(vals[_ix(v0 + 2)]) if vn == 3 else -1
-                if max(id0, id1, id2) < FRONT_ID:
-                    res[_ix(j)] = _pack_ids(id0, id1, id2)
-                    if m <= FRONT_MAX:
-                        _front_put(front, hq[_ix(j)], hd, nd, m, id0, id1, id2)
-                    continue
+                res[_ix(j)] = _pack_ids(id0, id1, id2)
+                if m <= FRONT_MAX:
+                    _front_put(front, hq[_ix(j)], hd, nd, m, id0, id1, id2)
+                continue
             hslot[_ix(j)] = i  # step 4 reads the slot, filled or pending
             _prefetch(vals, v0)  # and copies them
             continue
@@ -593,10 +580,6 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
             out[_ix(min(n + 1, last))] = r2
             out[_ix(n)] = r0 & FRONT_ID
             n += 1 + (r2 != FRONT_ID) + (r3 != FRONT_ID)
-            continue
-        if r0 == -3:  # a token too big to pack
-            out[_ix(n)] = res2[_ix(j)]
-            n += 1
             continue
         s = bounds[_ix(k)]
         e = bounds[_ix(k + 1)]

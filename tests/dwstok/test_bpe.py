@@ -566,3 +566,28 @@ def test_front_slot_packs_three_ids_and_refuses_ids_it_cannot_hold():
     span._front_put(front, np.uint64(4), 12, 0, 5, 7, span.FRONT_ID, -1)  # (2^21 - 1: "none")
     span._front_put(front, np.uint64(5), 13, 0, 5, 1 << 40, -1, -1)
     assert not front[4:6].any()
+
+
+def test_largest_ids_pack_and_more_are_refused():
+    # A settled piece's ids are packed 21 bits each (span._pack_ids), as the front table
+    # keeps them, with FRONT_ID for none. The largest vocabulary the tables take has ids
+    # up to FRONT_ID - 1, which must come out right whether a byte, a token found whole
+    # (short or long), or one of a cached piece's ids; one id more is refused.
+    top = span.FRONT_ID - 1
+    tokens = [b""] * (top + 1)
+    tokens[:256] = BYTES
+    tokens[300] = b"cd"
+    tokens[top - 2] = b"ab"  # rank = id: these merge last
+    tokens[top - 1] = b"abc"
+    tokens[top] = b"abcdefghijk"  # in the table of longer tokens
+    t = bpe.build_tables(tokens, (), (), (), rule="ranks")
+    ranks = {tok: i for i, tok in enumerate(tokens) if tok}
+    words = [b"ab", b"abc", b"cd", b"abab", b"abcab", b"cdab", b"x", b"abcdefghijk", b"abcdefghijkab", b"ababab"]
+    rng = random.Random(3)
+    pieces = [rng.choice(words) for _ in range(3 * span.PF_BLOCK)]  # blocks 2 and 3: all seen before
+    buf, bounds = _joined(pieces)
+    want = [ranks[x] for p in pieces for x in tiktoken_ranks(p, ranks)]
+    assert max(want) == top
+    assert bpe.encode_bounds(buf, bounds, t).tolist() == want
+    with pytest.raises(ValueError, match="vocabulary too large: 2097152 ids, at most 2097151"):
+        bpe.build_tables([*tokens, b"zz"], (), (), (), rule="ranks")
