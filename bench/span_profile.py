@@ -58,16 +58,14 @@ def _kernel():
             b1 = min(b0 + nblk, k1)
             t0 = cycles()
             SP._make_room(slots, vals, state, keys, b1 - b0)
-            B.res2[:] = -1
-            B.res3[:] = -1
             ns, nl, n1 = SP._list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
             SP._settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
             t1 = cycles()
             SP._hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
             SP._hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
             t2 = cycles()
-            ns = SP._front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B)
-            nl = SP._front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B)
+            ns = SP._front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B, True)
+            nl = SP._front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B, False)
             t3 = cycles()
             nmiss = SP._classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
             nmiss = SP._classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)

@@ -211,8 +211,8 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
-        ns = _front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B)
-        nl = _front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B)
+        ns = _front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B, True)
+        nl = _front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B, False)
         # 2a. a token emitted whole, or a miss
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
         nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
@@ -336,10 +336,11 @@ def _pack_ids(id0, id1, id2):
 
 
 @njit_inline
-def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
+def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B, short):
     """Pieces ``idx[:count]`` found in the front table are settled; return how many are
     not, now first in ``idx`` (in order), their slot in ``table`` (``whole`` for the
-    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched.
+    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched. ``short``
+    (a constant where it is called): the pieces have 2-8 bytes, no bytes 8-15 to compare.
 
     Settled here, ids and all, not by a reference to the slot: a piece put in the front
     later in the block may take the same slot. Called once a list, as the lists are
@@ -355,8 +356,8 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B):
         m = e - s
         h = hq[_ix(j)]
         f = np.int64(h & np.uint64(fmask))
-        if m <= FRONT_MAX and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
-            if front[_ix(f), 1] == np.int64(_pack8(buf, s + 8, e)):  # (0 up to 8 bytes)
+        if (short or m <= FRONT_MAX) and (front[_ix(f), 2] >> 32) == m and front[_ix(f), 0] == np.int64(heads[_ix(j)]):
+            if front[_ix(f), 1] == (0 if short else np.int64(_pack8(buf, s + 8, e))):
                 B.res[_ix(j)] = front[_ix(f), 3]  # packed as res keeps them
                 continue
         idx[_ix(nmiss)] = j
