@@ -559,13 +559,15 @@ def test_front_table_holds_only_right_ids(rule, nbytes):
     assert filled >= min(front.shape[0] // 4, 10)  # the front was in use
 
 
-def test_front_slot_packs_three_ids_and_refuses_ids_it_cannot_hold():
+def test_front_slot_packs_three_ids():
+    # Ids are 21 bits each, FRONT_ID for none (tables refuse a vocabulary with more ids:
+    # test_largest_ids_pack_and_more_are_refused).
     front = np.zeros((8, 4), np.int64)
     span._front_put(front, np.uint64(3), 11, 0, 5, 7, 2_000_000, -1)
     assert front[3].tolist() == [11, 0, (5 << 32) | 2, 7 | (2_000_000 << 21) | (span.FRONT_ID << 42)]
-    span._front_put(front, np.uint64(4), 12, 0, 5, 7, span.FRONT_ID, -1)  # (2^21 - 1: "none")
-    span._front_put(front, np.uint64(5), 13, 0, 5, 1 << 40, -1, -1)
-    assert not front[4:6].any()
+    span._front_put(front, np.uint64(12), 12, 99, 13, span.FRONT_ID - 1, 0, 5)  # slot 12 & 7
+    assert front[4].tolist() == [12, 99, (13 << 32) | 3, (span.FRONT_ID - 1) | (5 << 42)]
+    assert not front[[0, 1, 2, 5, 6, 7]].any()
 
 
 def test_largest_ids_pack_and_more_are_refused():
