@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dwstok.errors import ConfigError
+from dwstok.limits import MAX_IDS
 from dwstok.patterns import PATTERNS, resolve
 
 NAMED_SPECIALS = (
@@ -279,6 +280,8 @@ class Config:
                 f"vocab_size{where} is {vocab_size}: it must be at least "
                 f"{len(specials) + N_BYTES} (specials + 256 bytes)"
             )
+        if vocab_size > MAX_IDS:
+            raise ConfigError(f"vocab_size{where} is {vocab_size}: it must be at most {MAX_IDS}, the most ids the encoder takes")
         # Every Han character is 3 or 4 bytes of UTF-8, so forcing n characters takes at
         # least n merges plus one for the first character's 2-byte prefix. The exact
         # number needs the corpus (train checks it); a config that cannot fit fails now.

@@ -13,8 +13,8 @@ import numpy as np
 from .._intrinsics import readonly
 from .._jit import njit
 from ..hashing import _hash_bytes, _hash_pair, _pack8
+from ..limits import MAX_IDS
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
-from .span import FRONT_ID
 from .tables import NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 
 
@@ -62,8 +62,8 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     n_ids = max(int(tok_off.size - 1), 2)
     bits = int(n_ids - 1).bit_length()
     max_rank = int(ranks.max()) if ranks.size else 0
-    if n_ids > FRONT_ID or max_rank >= 1 << (63 - 2 * bits):  # (so 3 * bits <= 63)
-        raise ValueError(f"vocabulary too large: {n_ids} ids, at most {FRONT_ID} (the pair table and the piece cache keep an id in 21 bits)")
+    if n_ids > MAX_IDS or max_rank >= 1 << (63 - 2 * bits):  # (so 3 * bits <= 63)
+        raise ValueError(f"vocabulary too large: {n_ids} ids, at most {MAX_IDS} (the pair table and the piece cache keep an id in 21 bits)")
     rank_new = np.full(max_rank + 1, -1, np.int32)
     rank_new[ranks] = news
     # Ranks no pair has (tiktoken: tokens no split of which is a pair of tokens) are never

@@ -78,6 +78,9 @@ def test_versions_hash_differently_and_sections_are_separate():
         # vocab_size too small for what the config itself forces
         ({"version": "1", "pattern": "o200k", "vocab_size": 288}, None),
         ({"version": "1", "pattern": "o200k", "vocab_size": 287}, "it must be at least 288"),
+        # and too large for the encoder (dwstok.limits), refused before any stage runs
+        ({"version": "1", "pattern": "o200k", "vocab_size": 2_097_151}, None),
+        ({"version": "1", "pattern": "o200k", "vocab_size": 2_097_152}, "vocab_size is 2097152: it must be at most 2097151"),
         ({"version": "1", "pattern": "o200k", "vocab_size": 300, "han": {"count": 11}}, None),
         ({"version": "1", "pattern": "o200k", "vocab_size": 300, "han": {"count": 12}},
          "vocab_size is 300: it leaves 12 merges, but han.count 12 forces at least 13"),
