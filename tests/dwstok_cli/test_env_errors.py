@@ -118,7 +118,9 @@ def test_huge_vocab_size(runner, tmp_path, small_parquet):
     cfg.write_text('version: "t1"\npattern: o200k\nvocab_size: 100000000000\n')
     r = invoke(runner, "build", cfg, "--corpus", small_parquet, "--workdir", tmp_path / "w", "--workers", 1)
     assert r.exit_code == 2, r.output
-    assert "99,999,999,712 merges do not fit" in last_line(r) and "vocab_size" in last_line(r)
+    # refused as the config loads (dwstok.limits), naming the file, before any stage runs
+    assert last_line(r) == f"Error: vocab_size in {cfg} is 100000000000: it must be at most 2097151, the most ids the encoder takes"
+    assert not (tmp_path / "w").exists()
 
 
 def test_model_claiming_a_huge_n_vocab(tmp_path):
