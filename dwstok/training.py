@@ -32,6 +32,7 @@ import numpy as np
 
 from ._jit import njit
 from .errors import ConfigError, InputError
+from .limits import MAX_IDS
 from .merge_learner import learn_merges
 
 LANG_WEIGHT_SCALE = 1 << 20
@@ -647,6 +648,8 @@ def train_bpe(
         raise ConfigError(
             f"vocab_size {vocab_size} is smaller than {len(specials)} specials + 256 bytes"
         )
+    if int(vocab_size) > MAX_IDS:  # (as stages.config: checked before counting anything)
+        raise ConfigError(f"vocab_size {vocab_size} is more than {MAX_IDS}, the most ids the encoder takes")
     balance = float(alpha) != 1.0
     table = count_pieces(source, pattern=pattern, special_tokens=specials, lang=lang, with_lang=balance)
     counts = table.column("count").to_numpy().astype(np.int64)

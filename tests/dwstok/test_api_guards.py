@@ -33,6 +33,14 @@ def test_num_threads_must_be_positive(tok, n):
         tok.encode_batch(["a", "b"], num_threads=n)
 
 
+def test_train_bpe_refuses_a_vocab_size_the_encoder_cannot_take():
+    from dwstok.errors import ConfigError
+    from dwstok.training import train_bpe
+
+    with pytest.raises(ConfigError, match="vocab_size 2097152 is more than 2097151, the most ids the encoder takes"):
+        train_bpe(["hello world"], 2_097_152)
+
+
 LEARN = """
 import sys
 import numpy as np
