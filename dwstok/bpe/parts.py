@@ -18,7 +18,7 @@ def _char23(buf, i, e, c):
     """The code point of the two- or three-byte character at buf[i] (lead byte ``c``,
     0xC2 <= c < 0xF0), or -1 if it is cut short by ``e``, a continuation byte is wrong,
     or it is overlong. (The one decoder of the atom paths: _first_parts and
-    atoms._join_pairs must agree on which characters are atoms.)"""
+    atoms._join_hashes must agree on which characters are atoms.)"""
     if c < 0xE0:
         if i + 2 > e or (buf[_ix(i + 1)] & 0xC0) != 0x80:
             return np.int64(-1)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from dwstok import Tokenizer, train_bpe
 from dwstok import bpe
-from dwstok.atoms import atom_id
+from dwstok.atoms import JOIN_BITS_A_PAIR, atom_id
 
 
 def _encode_pieces(tables, data: bytes, cuts) -> list[int]:
@@ -180,6 +180,15 @@ def test_atom_joins_holds_every_pair_a_token_holds(o200k):
     ids = np.array([atom_id(t, ord(c)) for c in ATOMIC], np.int64)
     lefts, rights = np.repeat(ids, ids.size), np.tile(ids, ids.size)
     assert (~joins(t.atom_joins, lefts, rights, t.pair_bits)).sum() > lefts.size // 2
+    # sized by the distinct pairs (JOIN_BITS_A_PAIR bits each), small enough to stay in
+    # cache; a pair no token holds passes about one time in twenty (then it is not cut)
+    assert t.atom_joins.nbytes * 8 < 2 * JOIN_BITS_A_PAIR * len(joined)
+    held = {(a, b) for a, b in joined.tolist()}
+    rng = np.random.default_rng(0)
+    all_ids = np.array(sorted({a for a, _ in held} | {b for _, b in held}), np.int64)
+    pairs = [p for p in zip(rng.choice(all_ids, 40000).tolist(), rng.choice(all_ids, 40000).tolist()) if p not in held]
+    lefts, rights = np.array(pairs, np.int64).T
+    assert joins(t.atom_joins, lefts, rights, t.pair_bits).mean() < 0.1
 
 
 def test_runs_in_segments_match_tiktoken(o200k):
