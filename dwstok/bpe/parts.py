@@ -9,6 +9,7 @@ from .._jit import njit_inline
 from ..hashing import _hash_pair
 from .tables import NO_RANK, _may_merge, _pair_rank
 
+SPACE_BEFORE = np.int64(1 << 31)  # in an atom's word: a space just before it forbids it (atoms.py)
 CUT = np.int32(1 << 30)  # in a first part's id: no merge joins it to the part before (bit 30)
 CUT_RANK = NO_RANK + 1  # the rank of a pair across a cut: it never merges, nor is looked up
 
@@ -68,9 +69,11 @@ def _first_parts(buf, s, e, byte_ids, atoms, pats, joins, bits, ids, base):
         a = atoms[_ix(cp)]
         # an atom, with a whole character before it and none cut off after it
         ok = a >= 0 and prev_ok and (i + n == e or (buf[_ix(i + n)] & 0xC0) != 0x80)
+        if ok and (a & SPACE_BEFORE) != 0 and i > s and buf[_ix(i - 1)] == 0x20:
+            ok = False  # a space before it may take a part of the character first
         if ok:
             p0 = a >> 32
-            for q in range(p0, p0 + ((a >> 24) & 0xFF)):
+            for q in range(p0, p0 + ((a >> 24) & 0x7F)):
                 code = pats[_ix(q)]
                 k = code & 7
                 if (code >> 3) & 1 == 0:

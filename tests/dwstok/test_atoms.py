@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from dwstok import Tokenizer, train_bpe
 from dwstok import bpe
 from dwstok.atoms import JOIN_BITS_A_PAIR, atom_id
+from dwstok.bpe.parts import SPACE_BEFORE
 
 
 def _encode_pieces(tables, data: bytes, cuts) -> list[int]:
@@ -43,8 +44,8 @@ def o200k(reftok, tiktoken_cache):
 def _pattern_bytes(tables, cp: int) -> list[tuple[int, bytes]]:
     """(side, bytes) of the neighbour patterns recorded for an atom."""
     a = int(tables.atoms[cp])
-    out = []
-    for q in range(a >> 32, (a >> 32) + ((a >> 24) & 0xFF)):
+    out = [(0, b" ")] if a & SPACE_BEFORE else []  # the commonest pattern, a flag
+    for q in range(a >> 32, (a >> 32) + ((a >> 24) & 0x7F)):
         code = int(tables.atom_pats[q])
         k, side = code & 7, (code >> 3) & 1
         out.append((side, (code >> 4).to_bytes(8, "little")[:k]))
@@ -66,7 +67,7 @@ def test_forbidding_neighbours_match_tiktoken(o200k):
     t = ours._tables
     cps = np.flatnonzero(t.atoms >= 0)
     texts = []
-    for cp in cps[(t.atoms[cps] >> 24) & 0xFF > 0]:
+    for cp in cps[((t.atoms[cps] >> 24) & 0x7F > 0) | (t.atoms[cps] & SPACE_BEFORE != 0)]:
         ch = chr(int(cp))
         for side, pat in _pattern_bytes(t, int(cp)):
             nb = pat.decode("utf-8", "ignore") or "x"
