@@ -15,7 +15,7 @@ from .._jit import njit
 from ..hashing import _hash_bytes, _hash_pair, _pack8
 from ..limits import MAX_IDS
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
-from .tables import NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
+from .tables import LONG_FILTER_OVER, NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank
 
 
 @njit
@@ -48,6 +48,31 @@ def _build_pair_filter(pairs, bits, words):
     return f.view(np.int64)
 
 
+LONG_FILTER_BITS = 16  # so that a piece that is no token passes about one time in a hundred
+
+
+def _long_filter(tok_bytes, tok_off, longs) -> np.ndarray:
+    """The filter of the tokens in ``longs`` of over LONG_FILTER_OVER bytes, by their
+    hash (``_hash_bytes``), LONG_FILTER_BITS a token."""
+    n = _fill_long_filter(tok_bytes, tok_off, longs, np.zeros(1, np.uint64), False)
+    f = np.zeros(_pow2_at_least(-(-n * LONG_FILTER_BITS // 64)), np.uint64)
+    _fill_long_filter(tok_bytes, tok_off, longs, f, True)
+    return f.view(np.int64)
+
+
+@njit
+def _fill_long_filter(tok_bytes, tok_off, longs, f, fill):
+    n = 0
+    for i in range(longs.shape[0]):
+        meta = longs[i, 2]
+        if meta >= 0 and (meta >> 32) > LONG_FILTER_OVER:
+            n += 1
+            if fill:
+                t = meta & 0xFFFFFFFF
+                _filter_add(f, _hash_bytes(tok_bytes, tok_off[t], tok_off[t + 1]))
+    return n
+
+
 @njit
 def _build_byte_pairs(T):
     out = np.full(65536, NO_RANK, np.int64)
@@ -75,8 +100,8 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     if np.array_equal(rank_new, np.arange(rank_new.size)):
         rank_new = np.zeros(0, np.int32)  # rank == id (tiktoken): skip a dependent load per merge
     none = np.zeros(0, np.int64)
-    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter, none)
-    t = t._replace(byte_pairs=_build_byte_pairs(t))
+    t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter, none, none)
+    t = t._replace(byte_pairs=_build_byte_pairs(t), long_filter=_long_filter(tok_bytes, tok_off, longs))
     if not atoms:
         return t
     from ..atoms import atom_joins, atom_table  # atoms.py merges with the kernels of this package
@@ -204,7 +229,7 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
     keep = np.concatenate([singles, multi[ok]]).astype(np.int32)
     keep.sort()
     whole, longs = _whole_tables(tok_bytes, tok_off, keep)
-    return t0._replace(whole=whole, longs=longs)
+    return t0._replace(whole=whole, longs=longs, long_filter=_long_filter(tok_bytes, tok_off, longs))
 
 
 @njit

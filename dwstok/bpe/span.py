@@ -43,7 +43,7 @@ from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pac
 from .merge import SMALL, _merge_any
 from .parts import CUT, _first_parts
 from .side_by_side import _merge_side_by_side
-from .tables import _filter_word, _whole_lookup
+from .tables import LONG_FILTER_OVER, _filter_word, _may_hold, _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
@@ -212,11 +212,11 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
-        ns = _front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, B, True)
-        nl = _front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, B, False)
+        ns = _front_lookup(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front, T.whole, T.long_filter, B, True)
+        nl = _front_lookup(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front, T.longs, T.long_filter, B, False)
         # 2a. a token emitted whole, or a miss
         nmiss = _classify_short(bounds, b0, B.sidx, ns, T.whole, slots, front, B, 0)
-        nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
+        nmiss = _classify_long(buf, bounds, b0, B.lidx, nl, T.longs, T.long_filter, T.tok_bytes, T.tok_off, slots, front, B, nmiss)
         # 2b. the misses: in the cache, else set up to merge
         nq = _set_up_merges(buf, bounds, b0, nmiss, T.byte_ids, T.atoms, T.atom_pats, T.atom_joins, T.byte_pairs, T.pairs, T.pair_filter, T.pair_bits, slots, vals, state, keys, front, B)
         # 3. merge side by side
@@ -337,11 +337,12 @@ def _pack_ids(id0, id1, id2):
 
 
 @njit_inline
-def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B, short):
+def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, long_filter, B, short):
     """Pieces ``idx[:count]`` found in the front table are settled; return how many are
     not, now first in ``idx`` (in order), their slot in ``table`` (``whole`` for the
-    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched. ``short``
-    (a constant where it is called): the pieces have 2-8 bytes, no bytes 8-15 to compare.
+    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched, unless
+    ``long_filter`` rules the piece out. ``short`` (a constant where it is called): the
+    pieces have 2-8 bytes, no bytes 8-15 to compare.
 
     Settled here, ids and all, not by a reference to the slot: a piece put in the front
     later in the block may take the same slot. Called once a list, as the lists are
@@ -363,7 +364,8 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, B, short
                 continue
         idx[_ix(nmiss)] = j
         nmiss += 1
-        _prefetch(tflat, np.int64(h & np.uint64(tmask)) * table.shape[1])
+        if short or m <= LONG_FILTER_OVER or _may_hold(long_filter, h):
+            _prefetch(tflat, np.int64(h & np.uint64(tmask)) * table.shape[1])
     return nmiss
 
 
@@ -404,10 +406,15 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
 
 
 @njit_inline
-def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, front, B, nmiss):
+def _classify_long(buf, bounds, b0, lidx, nl, longs, long_filter, tok_bytes, tok_off, slots, front, B, nmiss):
     """Pieces over 8 bytes: a token from ``longs`` (put in the front up to FRONT_MAX
     bytes), else a miss (cache slot prefetched), merged side by side if it has at most
-    SIDE_MAX bytes."""
+    SIDE_MAX bytes.
+
+    A piece over LONG_FILTER_OVER bytes is looked up only if ``long_filter`` lets it
+    pass: such pieces (most Han and kana runs) are rarely tokens, and a lookup that
+    finds none had been a wait on ``longs`` (megabytes) a piece, and probes of varying
+    length (bench/results/session44-20261206.md)."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = slots.reshape(slots.size)
     cmask = slots.shape[0] - 1
@@ -423,7 +430,8 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, tok_bytes, tok_off, slots, 
         hd = np.int64(heads[_ix(j)])
         t = -1
         i = np.int64(h & np.uint64(lmask))
-        while True:  # as _lookup_long, written out
+        look = m <= LONG_FILTER_OVER or _may_hold(long_filter, h)
+        while look:  # as _lookup_long, written out
             meta = longs[_ix(i), 2]
             if meta < 0:
                 break

@@ -13,6 +13,9 @@
   ``atom_joins``: a bit filter of the pairs of atoms that some token holds side by
   side; two atoms side by side that are not in it never join, so a piece merges as the
   segments cut between them.
+- ``long_filter``: a bit filter of the tokens over ``LONG_FILTER_OVER`` bytes (4k of
+  o200k's 200k), small enough to stay in L1: a longer piece that it rules out is no
+  token, and is not looked up in ``longs`` (Han and kana runs are such pieces).
 
 How they are built is in build.py.
 """
@@ -29,6 +32,7 @@ from ..hashing import _hash_pair, _pack8, _same_words
 from .pages import huge_page_array
 
 NO_RANK = np.int64(1 << 40)
+LONG_FILTER_OVER = 16  # tokens of more bytes than this are in ``long_filter``
 
 
 class BpeTables(NamedTuple):
@@ -47,10 +51,11 @@ class BpeTables(NamedTuple):
     longs: np.ndarray  # int64 [size, 3]: longer tokens: bytes 0-7 and 8-15 packed, (length << 32) | id
     pair_filter: np.ndarray  # int64 [2^k]: two bits set a pair in pairs, see _may_merge
     atom_joins: np.ndarray  # int64 [2^k]: the same kind of filter of atom pairs some token holds, see atoms.py
+    long_filter: np.ndarray  # int64 [2^k]: the same kind of filter of the tokens over LONG_FILTER_OVER bytes, by hash
 
 
 # Field order of a packed model (see pack_tables): the arrays, then pair_bits.
-_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs", "pair_filter", "atom_joins")
+_PACKED_FIELDS = ("tok_bytes", "tok_off", "byte_ids", "pairs", "rank_new", "byte_pairs", "whole", "atoms", "atom_pats", "longs", "pair_filter", "atom_joins", "long_filter")
 _PACKED_DTYPES = {f: np.dtype(np.uint8 if f == "tok_bytes" else np.int32 if f in ("byte_ids", "rank_new") else np.int64) for f in _PACKED_FIELDS}
 _HEADER = 32  # int64 words before the first array: (start, count) per array, then pair_bits
 
@@ -91,13 +96,13 @@ def unpack_tables(P: np.ndarray) -> BpeTables:
 
 @njit_inline
 def _unpack_tables(P):
-    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[24]
+    # (start, count) of field i of _PACKED_FIELDS at P[2i], P[2i + 1]; pair_bits at P[26]
     return BpeTables(
         P[P[0] : P[0] + (P[1] + 7) // 8].view(np.uint8)[: P[1]],
         P[P[2] : P[2] + P[3]],
         P[P[4] : P[4] + (P[5] + 1) // 2].view(np.int32)[: P[5]],
         P[P[6] : P[6] + P[7]],
-        P[24],
+        P[26],
         P[P[8] : P[8] + (P[9] + 1) // 2].view(np.int32)[: P[9]],
         P[P[10] : P[10] + P[11]],
         P[P[12] : P[12] + P[13]].reshape(P[13] // 2, 2),
@@ -106,6 +111,7 @@ def _unpack_tables(P):
         P[P[18] : P[18] + P[19]].reshape(P[19] // 3, 3),
         P[P[20] : P[20] + P[21]],
         P[P[22] : P[22] + P[23]],
+        P[P[24] : P[24] + P[25]],
     )
 
 
@@ -138,7 +144,13 @@ def _may_merge(pair_filter, h):
     merging prefetches it (``_filter_word``) with the pair's slot and tests it a round
     later (bench/results/session29-20261205.md).
     """
-    w = pair_filter[_ix(_filter_word(pair_filter, h))]
+    return _may_hold(pair_filter, h)
+
+
+@njit_inline
+def _may_hold(f, h):
+    """False if no key with hash ``h`` was put in the filter ``f`` (``_filter_add``)."""
+    w = f[_ix(_filter_word(f, h))]
     m = _filter_bits(h)
     return (np.uint64(w) & m) == m
 

@@ -139,6 +139,44 @@ def test_pair_filter_passes_every_pair_and_rules_out_most_others():
     assert passes(t.pair_filter, absent).mean() < 0.2  # about 5 bits a pair, two set: about one in ten
 
 
+def test_long_filter_passes_every_long_token_and_changes_no_ids():
+    """A piece over LONG_FILTER_OVER bytes is looked up in ``longs`` only if
+    ``long_filter`` lets it pass: every such token does, few other pieces do, and the
+    ids are those of a filter that lets everything pass."""
+    from dwstok._jit import njit
+    from dwstok.bpe.tables import LONG_FILTER_OVER, _may_hold
+    from dwstok.hashing import _hash_bytes
+
+    @njit
+    def passes(f, buf, bounds):
+        return np.array([_may_hold(f, _hash_bytes(buf, bounds[i], bounds[i + 1])) for i in range(bounds.size - 1)])
+
+    def word(lo, hi):
+        return bytes(rng.choice(b"abcdefgh") for _ in range(rng.randint(lo, hi)))
+
+    rng = random.Random(11)
+    longs = sorted({word(LONG_FILTER_OVER + 1, 60) for _ in range(300)})
+    shorter = sorted({word(9, LONG_FILTER_OVER) for _ in range(100)})  # in longs too, never filtered
+    tokens = list(BYTES) + longs + shorter
+    t = bpe.build_tables(tokens, (), (), (), rule="ranks")
+
+    def pieces(ps):
+        return np.frombuffer(b"".join(ps), np.uint8), np.cumsum([0] + [len(p) for p in ps]).astype(np.int64)
+
+    assert passes(t.long_filter, *pieces(longs)).all()
+    others = [p for p in (word(LONG_FILTER_OVER + 1, 60) for _ in range(3000)) if p not in set(longs)]
+    assert passes(t.long_filter, *pieces(others)).mean() < 0.05  # 16 bits a token: about one in a hundred
+    everything = t._replace(long_filter=np.full_like(t.long_filter, -1))
+    ps = rng.sample(longs, 100) + rng.sample(shorter, 50) + others[:200]
+    rng.shuffle(ps)
+    text = b"".join(ps)
+    cuts = np.cumsum([len(p) for p in ps]).tolist()
+    ids = {p: i for i, p in enumerate(tokens)}
+    want = [x for p in ps for x in ([ids[p]] if p in ids else list(p))]  # no merges: a token whole, else bytes
+    assert encode(t, text, cuts) == want
+    assert encode(everything, text, cuts) == want
+
+
 def test_pair_filter_changes_no_ids():
     # The same model with a filter that rules nothing out (every pair looked up).
     _, t = ranks_tables(3, 400, alphabet=b"abcd ")
