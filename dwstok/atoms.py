@@ -49,10 +49,9 @@ from .hashing import _hash_pair
 
 MAX_PATTERNS = 8  # a character with more forbidding neighbours is no atom
 # The commonest pattern by far, a space on the left (" \xe7" and the like are o200k
-# tokens), is a flag in the atom's word instead of an item of its list: 60% of the
-# patterns that Japanese and Chinese text tests, after which 69% of their atoms have an
-# empty list: the loop over a list of varying length, once a character, mispredicts its
-# exit (bench/results/session44-20261206.md).
+# tokens), is a flag in the atom's word instead of an item of its list, so that most
+# atoms of Han and kana text have an empty list: a loop over a list of varying length,
+# once a character, mispredicts its exit (bench/results/session44-20261206.md).
 _LEFT_SPACE = (0x20 << 4) | 1  # that pattern's code (see _pattern)
 
 
@@ -79,9 +78,8 @@ def atom_joins(T, atoms) -> np.ndarray:
     may pass, which only forgoes a cut.
 
     Sized by the distinct pairs (16k in o200k, against 136k with repeats): the encoder
-    tests it once a Han or kana character, so it should stay in L1 or L2. Sized by the
-    pairs with repeats it was 256 KB, and its loads were 15% of the span driver's time
-    on Japanese (bench/results/session44-20261206.md)."""
+    tests it once a Han or kana character as a new piece is set up, so it should stay in
+    L1 or L2 (bench/results/session44-20261206.md)."""
     hashes = _distinct(_join_hashes(T.tok_bytes, T.tok_off, atoms, T.pair_bits))
     f = np.zeros(_pow2_at_least(-(-hashes.size * JOIN_BITS_A_PAIR // 64)), np.uint64)
     _fill(f, hashes)
@@ -118,8 +116,8 @@ def _join_hashes(tok_bytes, tok_off, atoms, bits):
 
 @njit
 def _distinct(hashes):
-    """``hashes`` without repeats, in order of first sight (an open-addressing set:
-    a third of the time of np.unique's sort, which a model load pays)."""
+    """``hashes`` without repeats, in order of first sight (an open-addressing set, not
+    np.unique's sort: a model load pays for it)."""
     size = 16
     while size <= 2 * hashes.size:
         size *= 2
