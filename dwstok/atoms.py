@@ -42,9 +42,9 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import njit
-from .bpe.build import _pow2_at_least
+from .bpe.build import filter_of
 from .bpe.parts import SPACE_BEFORE, _char23
-from .bpe.tables import NO_RANK, _filter_add, _new_id, _pair_rank
+from .bpe.tables import NO_RANK, _new_id, _pair_rank
 from .hashing import _hash_pair
 
 MAX_PATTERNS = 8  # a character with more forbidding neighbours is no atom
@@ -80,10 +80,7 @@ def atom_joins(T, atoms) -> np.ndarray:
     Sized by the distinct pairs (16k in o200k, against 136k with repeats): the encoder
     tests it once a Han or kana character as a new piece is set up, so it should stay in
     L1 or L2 (bench/results/session44-20261206.md)."""
-    hashes = _distinct(_join_hashes(T.tok_bytes, T.tok_off, atoms, T.pair_bits))
-    f = np.zeros(_pow2_at_least(-(-hashes.size * JOIN_BITS_A_PAIR // 64)), np.uint64)
-    _fill(f, hashes)
-    return f.view(np.int64)
+    return filter_of(_distinct(_join_hashes(T.tok_bytes, T.tok_off, atoms, T.pair_bits)), JOIN_BITS_A_PAIR)
 
 
 @njit
@@ -141,12 +138,6 @@ def _distinct(hashes):
             out[n] = h
             n += 1
     return out[:n]
-
-
-@njit
-def _fill(f, hashes):
-    for h in hashes:
-        _filter_add(f, h)
 
 
 def atom_id(T, cp: int) -> int:

@@ -48,29 +48,40 @@ def _build_pair_filter(pairs, bits, words):
     return f.view(np.int64)
 
 
+def filter_of(hashes, bits_a_key: int) -> np.ndarray:
+    """A bit filter of the keys with ``hashes``, as ``pair_filter`` (two bits a key in
+    one int64 word, ``_filter_add``), sized for ``bits_a_key`` bits a key."""
+    f = np.zeros(_pow2_at_least(-(-hashes.size * bits_a_key // 64)), np.uint64)
+    _fill_filter(f, hashes)
+    return f.view(np.int64)
+
+
+@njit
+def _fill_filter(f, hashes):
+    for h in hashes:
+        _filter_add(f, h)
+
+
 LONG_FILTER_BITS = 16  # so that a piece that is no token passes about one time in a hundred
 
 
 def _long_filter(tok_bytes, tok_off, longs) -> np.ndarray:
     """The filter of the tokens in ``longs`` of over LONG_FILTER_OVER bytes, by their
     hash (``_hash_bytes``), LONG_FILTER_BITS a token."""
-    n = _fill_long_filter(tok_bytes, tok_off, longs, np.zeros(1, np.uint64), False)
-    f = np.zeros(_pow2_at_least(-(-n * LONG_FILTER_BITS // 64)), np.uint64)
-    _fill_long_filter(tok_bytes, tok_off, longs, f, True)
-    return f.view(np.int64)
+    return filter_of(_long_hashes(tok_bytes, tok_off, longs), LONG_FILTER_BITS)
 
 
 @njit
-def _fill_long_filter(tok_bytes, tok_off, longs, f, fill):
+def _long_hashes(tok_bytes, tok_off, longs):
+    hashes = np.empty(longs.shape[0], np.uint64)
     n = 0
     for i in range(longs.shape[0]):
         meta = longs[i, 2]
         if meta >= 0 and (meta >> 32) > LONG_FILTER_OVER:
+            t = meta & 0xFFFFFFFF
+            hashes[n] = _hash_bytes(tok_bytes, tok_off[t], tok_off[t + 1])
             n += 1
-            if fill:
-                t = meta & 0xFFFFFFFF
-                _filter_add(f, _hash_bytes(tok_bytes, tok_off[t], tok_off[t + 1]))
-    return n
+    return hashes[:n]
 
 
 @njit
