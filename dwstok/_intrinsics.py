@@ -1,5 +1,5 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, an address as a pointer, ctz and clz, byte classes
+unsigned index, a read-only view, 2-D and 1-D views without a call, an address as a pointer, ctz and clz, byte classes
 of 64 bytes as bit masks (vector compares), and the code points of 64 bytes of UTF-8
 at once.
 
@@ -143,6 +143,86 @@ def _make_readonly():
 
 
 readonly = _make_readonly()
+
+
+def rows(a: np.ndarray, ncols: int) -> np.ndarray:
+    """A C-contiguous array as rows of ``ncols``: ``a.reshape(-1, ncols)``, a view.
+
+    In a kernel, a view built in place (see :func:`_register_views`) instead of Numba's
+    reshape, which calls into its runtime (``numba_attempt_nocopy_reshape``): the kernels
+    made several a call, for their tables, their cache and each block of pieces. The
+    caller makes sure ``ncols`` divides ``a.size``.
+
+    >>> rows(np.arange(6), 3).tolist()
+    [[0, 1, 2], [3, 4, 5]]
+    """
+    return a.reshape(-1, ncols)
+
+
+def flat(a: np.ndarray) -> np.ndarray:
+    """A C-contiguous array as 1-D: ``a.reshape(-1)``, a view (in a kernel, as :func:`rows`).
+
+    >>> flat(np.arange(4).reshape(2, 2)).tolist()
+    [0, 1, 2, 3]
+    """
+    return a.reshape(-1)
+
+
+def _register_views():
+    """Numba's typing and code of :func:`rows` and :func:`flat`: the view's shape and
+    strides from the array's, the same data and owner. Registered as a function's
+    code (not an ``@intrinsic``), so that the functions run as Python too, as
+    ``unpack_tables`` runs the kernels' unpacking."""
+    if numba.config.DISABLE_JIT:
+        return
+    from numba import types
+    from numba.core import cgutils
+    from numba.core.imputils import impl_ret_borrowed, lower_builtin
+    from numba.extending import type_callable
+
+    def c_array(a):
+        return isinstance(a, types.Array) and a.layout == "C"
+
+    def size_of(context, builder, aryty, ary):
+        shape = cgutils.unpack_tuple(builder, context.make_array(aryty)(context, builder, ary).shape)
+        size = shape[0]
+        for dim in shape[1:]:
+            size = builder.mul(size, dim)
+        return size
+
+    def view(context, builder, aryty, ary, retty, shape):
+        src = context.make_array(aryty)(context, builder, ary)
+        dst = context.make_array(retty)(context, builder)
+        strides = [src.itemsize]
+        for dim in reversed(shape[1:]):
+            strides.insert(0, builder.mul(strides[0], dim))
+        context.populate_array(
+            dst, data=src.data, shape=cgutils.pack_array(builder, shape), strides=cgutils.pack_array(builder, strides),
+            itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent,
+        )
+        return impl_ret_borrowed(context, builder, retty, dst._getvalue())
+
+    @type_callable(rows)
+    def _rows_type(context):
+        return lambda a, ncols: a.copy(ndim=2, layout="C") if c_array(a) and isinstance(ncols, types.Integer) else None
+
+    @lower_builtin(rows, types.Array, types.Integer)
+    def _rows_code(context, builder, sig, args):
+        aryty, colty = sig.args
+        cols = context.cast(builder, args[1], colty, types.intp)
+        n = builder.sdiv(size_of(context, builder, aryty, args[0]), cols)
+        return view(context, builder, aryty, args[0], sig.return_type, [n, cols])
+
+    @type_callable(flat)
+    def _flat_type(context):
+        return lambda a: a.copy(ndim=1, layout="C") if c_array(a) else None
+
+    @lower_builtin(flat, types.Array)
+    def _flat_code(context, builder, sig, args):
+        return view(context, builder, sig.args[0], args[0], sig.return_type, [size_of(context, builder, sig.args[0], args[0])])
+
+
+_register_views()
 
 
 def _make_pointer():

@@ -13,6 +13,7 @@ import threading
 import numpy as np
 
 from .._intrinsics import ix as _ix
+from .._intrinsics import rows as _rows
 from .._jit import njit, njit_inline
 from ..hashing import _avalanche, _pack8, _same_words
 from .pages import fill_words, huge_page_array
@@ -98,10 +99,10 @@ def _cache_views(P):
     """``(slots, vals, state, keys, front)`` of a packed cache, as views."""
     size = P[0]
     at = _CACHE_HEAD
-    slots = P[at : at + 4 * size].reshape(size, 4)
+    slots = _rows(P[at : at + 4 * size], 4)
     vals = P[at + 4 * size : at + 6 * size].view(np.int32)
     keys = P[at + 6 * size : at + 7 * size].view(np.uint8)
-    front = P[at + 7 * size : at + (7 + _FRONT) * size].reshape(size * _FRONT // 4, 4)
+    front = _rows(P[at + 7 * size : at + (7 + _FRONT) * size], 4)
     return slots, vals, P[1:5], keys, front
 
 

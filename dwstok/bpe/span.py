@@ -35,6 +35,7 @@ import numpy as np
 
 from .._intrinsics import load8 as _load8
 from .._intrinsics import prefetch as _prefetch
+from .._intrinsics import flat as _flat
 from .._intrinsics import ix as _ix
 from .._jit import njit_inline, njit_no_nrt
 from ..limits import MAX_IDS
@@ -279,7 +280,7 @@ def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
 def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, front):
     """Hash the pieces of 2-8 bytes (as _hash_bytes: the packed head says it all), keep
     their packed heads, and prefetch their front slot."""
-    fflat = front.reshape(front.size)
+    fflat = _flat(front)
     fmask = front.shape[0] - 1
     nbuf = buf.size
     for a in range(ns):
@@ -303,7 +304,7 @@ def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, front):
 def _hash_long(buf, bounds, b0, lidx, nl, heads, hq, front):
     """Hash the pieces over 8 bytes (as _hash_bytes), keep their packed heads, and
     prefetch their front slot."""
-    fflat = front.reshape(front.size)
+    fflat = _flat(front)
     fmask = front.shape[0] - 1
     for a in range(nl):
         j = lidx[_ix(a)]
@@ -347,7 +348,7 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, long_fil
     Settled here, ids and all, not by a reference to the slot: a piece put in the front
     later in the block may take the same slot. Called once a list, as the lists are
     classified (a loop of their own each)."""
-    tflat = table.reshape(table.size)
+    tflat = _flat(table)
     tmask = table.shape[0] - 1
     fmask = front.shape[0] - 1
     nmiss = 0
@@ -374,7 +375,7 @@ def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
     """Pieces of 2-8 bytes: a token from ``whole`` (put in the front), else a miss
     (cache slot prefetched)."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
-    cflat = slots.reshape(slots.size)
+    cflat = _flat(slots)
     cmask = slots.shape[0] - 1
     wmask = whole.shape[0] - 1
     for a in range(ns):
@@ -416,7 +417,7 @@ def _classify_long(buf, bounds, b0, lidx, nl, longs, long_filter, tok_bytes, tok
     finds none had been a wait on ``longs`` (megabytes) a piece, and probes of varying
     length (bench/results/session44-20261206.md)."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
-    cflat = slots.reshape(slots.size)
+    cflat = _flat(slots)
     cmask = slots.shape[0] - 1
     lmask = longs.shape[0] - 1
     for a in range(nl):

@@ -27,6 +27,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._intrinsics import ix as _ix
+from .._intrinsics import rows as _rows
 from .._jit import njit, njit_inline
 from ..hashing import _hash_pair, _pack8, _same_words
 from .pages import huge_page_array
@@ -105,10 +106,10 @@ def _unpack_tables(P):
         P[26],
         P[P[8] : P[8] + (P[9] + 1) // 2].view(np.int32)[: P[9]],
         P[P[10] : P[10] + P[11]],
-        P[P[12] : P[12] + P[13]].reshape(P[13] // 2, 2),
+        _rows(P[P[12] : P[12] + P[13]], 2),
         P[P[14] : P[14] + P[15]],
         P[P[16] : P[16] + P[17]],
-        P[P[18] : P[18] + P[19]].reshape(P[19] // 3, 3),
+        _rows(P[P[18] : P[18] + P[19]], 3),
         P[P[20] : P[20] + P[21]],
         P[P[22] : P[22] + P[23]],
         P[P[24] : P[24] + P[25]],
