@@ -258,9 +258,11 @@ def test_pickles_for_process_pools(tok):
     import pickle
 
     tok.encode("warm the piece caches")
+    tok.encode_to_numpy("and its pooled numpy path")
     data = pickle.dumps(tok)
     back = pickle.loads(data)
     assert back.encode("the cat <bos>") == tok.encode("the cat <bos>") and back.sha256 == tok.sha256
+    assert back.encode_to_numpy("the cat").tolist() == tok.encode("the cat")
     # The tables go once (packed), not again as the views the Tokenizer also keeps; the
     # scanner is made again from the pattern.
     assert len(data) < tok._packed.nbytes + 100_000
