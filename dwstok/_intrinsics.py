@@ -1,10 +1,11 @@
 """LLVM instructions Numba does not expose: prefetch, an unaligned 8-byte load, an
-unsigned index, a read-only view, 2-D and 1-D views without a call, an address as a pointer, ctz and clz, byte classes
-of 64 bytes as bit masks (vector compares), and the code points of 64 bytes of UTF-8
-at once.
+unsigned index, a read-only view, 2-D and 1-D views made without a call into Numba's
+runtime, an address as a pointer, ctz and clz, byte classes of 64 bytes as bit masks
+(vector compares), and the code points of 64 bytes of UTF-8 at once.
 
 Each is an ``@intrinsic`` (inlined straight into the kernel's IR, no call and no reference
-counting), with a plain Python twin under ``NUMBA_DISABLE_JIT=1``.
+counting), with a plain Python twin under ``NUMBA_DISABLE_JIT=1``; the views (``rows``,
+``flat``) are Python functions whose kernel code Numba is given (``_register_views``).
 """
 
 from __future__ import annotations
