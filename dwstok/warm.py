@@ -9,7 +9,12 @@ as real use, on a few hundred bytes. With a warm cache it takes about as long as
 loading the kernels does.
 
     python -m dwstok.warm            # compile (after a background run under way, if any)
+    python -m dwstok.warm --start    # on a cold cache, start the background compile; return at once
     python -m dwstok.warm --status   # ready | compiling | cold, and the cache folder
+
+``--start`` is for a script that has other work before its first build: ``make demo``
+runs it before assembling the corpus, so the merge learner, the kernel a build's train
+stage waits for, compiles meanwhile.
 
 >>> seconds = warm()  # doctest: +SKIP
 """
@@ -112,6 +117,9 @@ def main() -> None:
     args = sys.argv[1:]
     if "--status" in args:
         print(f"{kernel_cache.state()} {kernel_cache.cache_dir()}")
+        return
+    if "--start" in args:
+        kernel_cache.start_early()  # nothing when the kernels are ready or compiling
         return
     if "--background" in args:  # started by kernel_cache: under its lock, quiet
         sys.exit(kernel_cache.background_main(warm))

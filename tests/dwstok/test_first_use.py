@@ -409,3 +409,33 @@ def _state_after_full(code: str, tmp_path: Path) -> subprocess.CompletedProcess:
     out = _in_fresh_cache(code, cache)
     assert out.returncode == 0, out.stderr
     return out
+
+
+START = "import sys\nfrom dwstok import warm\nsys.argv[1:] = ['--start']\nwarm.main()\n"
+
+
+def test_warm_start_begins_the_background_compile_once_and_returns(tmp_path):
+    # `make demo` runs `python -m dwstok.warm --start` before it assembles the corpus.
+    import re
+    import signal
+
+    cache = tmp_path / "numba"
+    cache.mkdir()
+    assert _in_fresh_cache(START, cache, DWSTOK_COMPILE="foreground").stderr == ""  # compiles where used
+    assert _in_fresh_cache(STATE, cache).stdout.split()[0] == "cold"
+    first = _in_fresh_cache(START, cache)
+    assert first.returncode == 0, first.stderr
+    pid = int(re.search(r"compiling kernels in the background \(pid (\d+)\)", first.stderr)[1])
+    try:
+        deadline = time.monotonic() + 30
+        while _in_fresh_cache(STATE, cache).stdout.split()[0] != "compiling":  # it outlived --start
+            assert time.monotonic() < deadline, "the background compile never took the lock"
+            time.sleep(0.2)
+        again = _in_fresh_cache(START, cache)  # one compile at a time
+        assert again.returncode == 0 and "compiling kernels in the background" not in again.stderr
+    finally:
+        os.killpg(pid, signal.SIGKILL)  # its own session (start_new_session)
+    mark = "from dwstok import kernel_cache as k\nk.mark_ready()\n"
+    assert _in_fresh_cache(mark, cache).returncode == 0
+    ready = _in_fresh_cache(START, cache)
+    assert ready.returncode == 0 and ready.stderr == ""
