@@ -124,7 +124,7 @@ def _rehash(size, pl, pr, pc, n_pairs):
     table = np.full(size, -1, np.int32)
     for r in range(n_pairs):
         if pc[r] > 0:
-            table[_slot(table, pl, pr, pl[r], pr[r])] = r
+            table[_slot(table, pl, pr, np.int64(pl[r]), np.int64(pr[r]))] = r  # int64, as every caller's
     return table
 
 
@@ -475,10 +475,10 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, los
     for t in range(nt):
         # Ask for the new pairs' slots first, so the table's cache misses overlap.
         for k in range(cnt[t, _N_LOC]):
-            prefetch(table, _home(table, loc[t, 0, k], loc[t, 1, k]))
+            prefetch(table, _home(table, np.int64(loc[t, 0, k]), np.int64(loc[t, 1, k])))
         for k in range(cnt[t, _N_LOC]):
-            x = loc[t, 0, k]
-            y = loc[t, 1, k]
+            x = np.int64(loc[t, 0, k])
+            y = np.int64(loc[t, 1, k])
             q = -1
             for u in range(t):
                 if y == c:
@@ -583,7 +583,7 @@ def _first_pairs(ids, offsets, weights, piece, nt, pool0):
     last = np.full((nt, 65536), -1, np.int32)  # the piece last counted (or listed)
     occ = np.empty(0, np.int32)
     if nt > 1:
-        _pairs_threads(nt, False, ids, piece, first, count, n, last, occ)
+        _pairs_threads(nt, np.bool_(False), ids, piece, first, count, n, last, occ)  # not a literal: one compile
     else:
         _count_pairs(np.int64(0), ids, piece, first, count, n, last)
     xy_count = np.zeros(65536, np.int64)
@@ -601,7 +601,7 @@ def _first_pairs(ids, offsets, weights, piece, nt, pool0):
     # until it is written).
     occ = np.empty(max(pool0, used + used // 2), np.int32)
     if nt > 1:
-        _pairs_threads(nt, True, ids, piece, first, count, n, last, occ)
+        _pairs_threads(nt, np.bool_(True), ids, piece, first, count, n, last, occ)
     else:
         _list_pairs(np.int64(0), ids, piece, first, count, last, occ)
     return xy_count, xy_n, occ, used
@@ -748,7 +748,7 @@ def _learn_kernel(ids, offsets, weights, forced_left, forced_right, n_merges, ma
         if step < n_forced:
             a = forced_left[step]
             b = forced_right[step]
-            best = _find(table, pl, pr, a, b)
+            best = _find(table, pl, pr, np.int64(a), np.int64(b))
             cnt = np.int64(0)
         else:
             best = -1

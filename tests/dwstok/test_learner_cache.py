@@ -60,3 +60,29 @@ def test_read_only_arrays_give_the_learner_no_second_signature():
         offsets.flags.writeable = weights.flags.writeable = writable
         assert ml.learn_merges(data, offsets, weights, 3).merges == [(b"a", b"a"), (b"aa", b"a"), (b"aaa", b"b")]
     assert len(set(ml._learn_kernel.signatures) - before) <= 1
+
+
+ONE_EACH = """
+import numpy as np
+from numba.core.registry import CPUDispatcher
+import dwstok.merge_learner as ml
+from dwstok.warm import run_learner
+data = np.frombuffer(b"aaabdaaabac" * 3, np.uint8)
+for threads in (1, 2):  # both paths: the one-thread loops and the prange ones
+    run_learner(threads)
+    r = ml.learn_merges(data, np.array([0, 11, 22, 33]), np.array([1, 2, 3]), 3, threads=threads,
+                        forced=[(b"b", b"a")])
+many = sorted(f"{name}:{len(d.signatures)}" for name, d in vars(ml).items()
+              if isinstance(d, CPUDispatcher) and name != "_grow" and len(d.signatures) != 1)
+print(r.merges[0] == (b"b", b"a"), *many, len(ml._grow.signatures))
+"""
+
+
+def test_each_learner_kernel_compiles_once(tmp_path):
+    # Every signature is a compile of seconds on a cold cache, and the build's train stage
+    # waits for the learner's. An int32 argument where the others pass int64, or a literal
+    # True and False, compiled a helper twice. _grow compiles once per dtype it grows.
+    # (An empty cache: a learner loaded from the cache brings none of its callees.)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT), "DWSTOK_COMPILE_NOTICE": "0"}
+    out = subprocess.run([sys.executable, "-c", ONE_EACH], capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    assert out.stdout.split() == ["True", "3"], out.stderr
