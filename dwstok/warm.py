@@ -119,7 +119,12 @@ def main() -> None:
         print(f"{kernel_cache.state()} {kernel_cache.cache_dir()}")
         return
     if "--start" in args:
-        kernel_cache.start_early()  # nothing when the kernels are ready or compiling
+        from .errors import DwstokError
+
+        try:
+            kernel_cache.start_early()  # nothing when the kernels are ready or compiling
+        except DwstokError as e:  # DWSTOK_COMPILE set to something else: say so, as a build would
+            sys.exit(f"dwstok: {e}")
         return
     if "--background" in args:  # started by kernel_cache: under its lock, quiet
         sys.exit(kernel_cache.background_main(warm))

@@ -439,3 +439,6 @@ def test_warm_start_begins_the_background_compile_once_and_returns(tmp_path):
     assert _in_fresh_cache(mark, cache).returncode == 0
     ready = _in_fresh_cache(START, cache)
     assert ready.returncode == 0 and ready.stderr == ""
+    bad = _in_fresh_cache(START, cache, DWSTOK_COMPILE="later")  # what `make demo` shows, then stops
+    assert bad.returncode == 1 and bad.stderr.strip() == (
+        "dwstok: DWSTOK_COMPILE='later': expected one of background, foreground"), bad.stderr
