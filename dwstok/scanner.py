@@ -821,6 +821,11 @@ def scan_segments(kind: int, buf, seg, table, out, per_seg) -> int:
     ([0, 2, 8, 11, 12], [2, 2])
     """
     fn = _segments_o200k if kind in (KIND_O200K, KIND_O200K_RDIGITS) else _segments_any
+    if buf.flags.writeable:
+        # Read-only, whoever made it: the encoder scans read-only text (bytes, Arrow's
+        # buffers), and Numba compiles a scanner (seconds) once per argument type.
+        buf = buf.view()
+        buf.flags.writeable = False
     return fn(kind, buf, seg, table, out, per_seg)
 
 

@@ -334,3 +334,29 @@ def test_dev_corpus_parity(name, corpus_dir):
     texts = pq.read_table(corpus_dir / "dev.parquet", columns=["text"]).column("text").to_pylist()
     bad = [t for t in texts if get_scanner(name).pieces(t) != regex.findall(PATTERNS[name], t)]
     assert not bad, [first_diff(name, t) for t in bad[:3]]
+
+
+ONE_SCANNER = """
+import numpy as np
+from dwstok.scanner import _segments_o200k, get_scanner, scan_segments
+from dwstok.training import train_bpe
+s = get_scanner("o200k")
+text = "Hello world 2026, ça va?".encode()
+writable, frozen = np.frombuffer(text, np.uint8).copy(), np.frombuffer(text, np.uint8)
+outs = []
+for buf in (writable, frozen):
+    out, per = np.empty(buf.size + 2, np.int64), np.empty(1, np.int64)
+    n = scan_segments(s.kind, buf, np.array([0, buf.size]), s.table, out, per)
+    outs.append(out[: n + 1].tolist())
+train_bpe(["Hello world, hello again."] * 4, 260)  # training scans its own (writable) buffer
+print(outs[0] == outs[1] == s.bounds(writable).tolist(), len(_segments_o200k.signatures), writable.flags.writeable)
+"""
+
+
+def test_the_scanner_takes_writable_and_read_only_text_as_one_type():
+    # Numba compiles a kernel once per argument type, the scanner in seconds: the
+    # pretokenize stage's Arrow buffers, training's own arrays and the encoder's bytes
+    # all reach it read-only, and the caller's array stays as it was.
+    from tests.stages.conftest import fresh_process
+
+    assert fresh_process(ONE_SCANNER) == ["True", "1", "True"]
