@@ -250,6 +250,21 @@ def ix(i):
     return np.uint64(i)
 
 
+def read_only(a: np.ndarray) -> np.ndarray:
+    """``a`` as a kernel should get it: itself if read-only, else a read-only view (the
+    caller's array stays writable). Numba compiles a kernel once per argument type, and
+    a writable and a read-only array (Arrow's buffers, ``bytes``) are two.
+
+    >>> a = np.zeros(3, np.uint8)
+    >>> read_only(a).flags.writeable, a.flags.writeable
+    (False, True)
+    """
+    if a.flags.writeable:
+        a = a.view()
+        a.flags.writeable = False
+    return a
+
+
 def as_u8(buf):
     """``buf`` as a uint8 array, inside a kernel: a ``bytes`` object passed as it is
     (cheaper than ``np.frombuffer`` in Python before the call), or an array."""

@@ -57,7 +57,7 @@ import functools
 import numpy as np
 
 from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, set_code, utf8_codes
-from ._jit import njit, njit_inline, njit_no_nrt
+from ._jit import njit, njit_inline, njit_no_nrt, read_only
 from .errors import ConfigError, InputError
 from .patterns import resolve
 from .unicode_classes import (
@@ -821,12 +821,8 @@ def scan_segments(kind: int, buf, seg, table, out, per_seg) -> int:
     ([0, 2, 8, 11, 12], [2, 2])
     """
     fn = _segments_o200k if kind in (KIND_O200K, KIND_O200K_RDIGITS) else _segments_any
-    if buf.flags.writeable:
-        # Read-only, whoever made it: the encoder scans read-only text (bytes, Arrow's
-        # buffers), and Numba compiles a scanner (seconds) once per argument type.
-        buf = buf.view()
-        buf.flags.writeable = False
-    return fn(kind, buf, seg, table, out, per_seg)
+    # read-only, whoever made it: the encoder scans read-only text, one compile for both
+    return fn(kind, read_only(buf), seg, table, out, per_seg)
 
 
 @njit

@@ -7,7 +7,7 @@ import numba
 import numpy as np
 
 from .._intrinsics import pointer
-from .._jit import as_u8, njit, njit_inline, njit_no_nrt
+from .._jit import as_u8, njit, njit_inline, njit_no_nrt, read_only
 from ..pylist import list_into
 from ..scanner import KIND_CL100K, KIND_GPT2, KIND_O200K, KIND_O200K_RDIGITS, _scan_cl100k, _scan_gpt2, _scan_o200k
 from .cache import CACHE_GROW, _cache_views, _mark_growth, _new_cache, _new_cache_packed
@@ -254,10 +254,7 @@ def _encode_docs_fused(kind, table, data, offsets, d0, d1, P, CP, out, out_doc):
     ``data`` goes to the kernel read-only, whatever the caller's array: Numba compiles a
     kernel (and the span driver in it) once per argument type, and a writable and a
     read-only array (Arrow's buffers) are two."""
-    if data.flags.writeable:
-        data = data.view()
-        data.flags.writeable = False
-    return _DOCS_FUSED[kind](kind, table, data, offsets, d0, d1, P, CP, out, out_doc)
+    return _DOCS_FUSED[kind](kind, table, read_only(data), offsets, d0, d1, P, CP, out, out_doc)
 
 
 @njit_inline
