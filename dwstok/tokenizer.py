@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-import base64
+import contextlib
 import itertools
 import os
 import re
@@ -28,6 +28,7 @@ from . import bpe, kernel_cache, model_file
 from .decoding import DecodeStream, TokenIdError, check_ids, decode_text, iter_decode
 from ._jit import compiled_entry
 from .errors import DwstokError, ModelFileError, PatternMismatchError
+from .limits import MAX_IDS
 from .patterns import resolve
 from .pylist import IdLists, split_tolist
 from .scanner import get_scanner
@@ -307,6 +308,23 @@ def _specials_in_vocab(vocab: Mapping[int, bytes], names: Sequence[str]) -> tupl
     return held, [name for name in dict.fromkeys(names) if name not in held]
 
 
+@contextlib.contextmanager
+def _naming(path: Path):
+    """A ModelFileError raised inside, about the content of the file at ``path``, names it.
+
+    >>> with _naming(Path("m/tokenizer.json")):
+    ...     raise ModelFileError("vocab id -1 is not an id")
+    Traceback (most recent call last):
+    dwstok.errors.ModelFileError: m/tokenizer.json: vocab id -1 is not an id
+    """
+    try:
+        yield
+    except ModelFileError as e:
+        if str(path) in str(e):
+            raise
+        raise ModelFileError(f"{path}: {e}") from None
+
+
 class Tokenizer:
     """A byte-level BPE tokenizer: a pretokenizer pattern, a vocabulary, merges, specials.
 
@@ -331,11 +349,19 @@ class Tokenizer:
         self.version = version
         self.metadata = dict(metadata or {})
         self.special_tokens = dict(specials)
+        for name, i in self.special_tokens.items():
+            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
+                raise ModelFileError(f"special token {name!r} has a bad id {i!r}")
         n_vocab = max([len(tokens) - 1, *self.special_tokens.values()]) + 1
+        if n_vocab > MAX_IDS:  # (before the list below: an id of 10**12 was a MemoryError)
+            top = max(self.special_tokens.items(), key=lambda kv: kv[1], default=("", -1))
+            what = f"special token {top[0]!r} has id {top[1]:,}" if top[1] >= len(tokens) else f"{len(tokens):,} tokens"
+            raise ModelFileError(
+                f"{what}: the vocabulary would need {n_vocab:,} ids, more than the {MAX_IDS:,}"
+                " the encoder takes (it keeps an id in 21 bits)"
+            )
         tokens = list(tokens) + [b""] * (n_vocab - len(tokens))
         for name, i in self.special_tokens.items():
-            if not isinstance(i, (int, np.integer)) or i < 0:
-                raise ModelFileError(f"special token {name!r} has a bad id {i!r}")
             if tokens[i]:
                 raise ModelFileError(f"special token {name!r} has id {i}, which is already the token {tokens[i]!r}")
             tokens[i] = name.encode("utf-8")
@@ -462,6 +488,9 @@ class Tokenizer:
             special_tokens = list(special_tokens)
             special_ids, pending = _specials_in_vocab(vocab, special_tokens)
         reserved = set(special_ids.values())
+        bad = next((i for i in vocab if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < MAX_IDS), None)
+        if bad is not None:  # (a negative id had replaced another token; 10**12 was a MemoryError)
+            raise ModelFileError(f"vocab id {bad!r} is not an id from 0 to {MAX_IDS - 1:,}")
         size = max([-1, *vocab.keys(), *reserved]) + 1
         tokens = [b""] * size
         by_bytes: dict[bytes, list[int]] = {}
@@ -517,33 +546,27 @@ class Tokenizer:
         >>> tok = Tokenizer.from_tiktoken("cl100k_base.tiktoken",
         ...     pattern="cl100k", special_tokens={"<|endoftext|>": 100257})  # doctest: +SKIP
         """
+        from .tiktoken_compat import rank_lines
+
         path = Path(path)
         try:
-            lines = path.read_bytes().splitlines()
+            data = path.read_bytes()
         except OSError as e:
             raise ModelFileError(f"cannot read tiktoken file {path}: {e.strerror}") from None
-        ranks: dict[int, bytes] = {}
-        try:
-            for n, line in enumerate(lines):
-                if not line:
-                    continue
-                tok_b64, rank = line.split()
-                ranks[int(rank)] = base64.b64decode(tok_b64, validate=True)
-        except ValueError:
-            raise ModelFileError(f"{path}:{n + 1} is not a tiktoken rank line (base64 token, space, rank)") from None
-        size = max(ranks) + 1 if ranks else 0
-        tokens = [b""] * size
-        for r, b in ranks.items():
+        ranks = rank_lines(path, data)
+        tokens = [b""] * (max(ranks.values()) + 1 if ranks else 0)
+        for b, r in ranks.items():
             tokens[r] = b
-        return cls(
-            tokens=tokens,
-            specials=special_tokens,
-            merges=(),
-            merge_rule="ranks",
-            pattern=pattern,
-            version=version,
-            metadata={"source": path.name},
-        )
+        with _naming(path):
+            return cls(
+                tokens=tokens,
+                specials=special_tokens,
+                merges=(),
+                merge_rule="ranks",
+                pattern=pattern,
+                version=version,
+                metadata={"source": path.name},
+            )
 
     @classmethod
     def load(
@@ -579,15 +602,16 @@ class Tokenizer:
             merges = [tuple(m) for m in c["merges"]]
             if any(len(m) != 3 for m in merges):
                 raise ValueError("merge rows must have 3 ids")
-            tok = cls(
-                tokens=tokens,
-                specials=c["specials"],
-                merges=merges,
-                merge_rule=c["merge_rule"],
-                pattern=c["pattern"],
-                version=c["version"],
-                metadata=c["metadata"],
-            )
+            with _naming(path):
+                tok = cls(
+                    tokens=tokens,
+                    specials=c["specials"],
+                    merges=merges,
+                    merge_rule=c["merge_rule"],
+                    pattern=c["pattern"],
+                    version=c["version"],
+                    metadata=c["metadata"],
+                )
         except (TypeError, ValueError, IndexError) as e:
             raise ModelFileError(f"model file {path} has malformed content ({e})") from None
         if tok.n_vocab != size:
@@ -600,10 +624,11 @@ class Tokenizer:
 
         if kind == "hf":
             m = export_files.hf_model(path)
-            return cls.from_vocab_merges(
-                m["vocab"], m["merges"], special_tokens=m["special_tokens"], pattern=m["pattern"],
-                version=m["version"], metadata={"source": path.name},
-            )
+            with _naming(path):
+                return cls.from_vocab_merges(
+                    m["vocab"], m["merges"], special_tokens=m["special_tokens"], pattern=m["pattern"],
+                    version=m["version"], metadata={"source": path.name},
+                )
         meta = tiktoken_compat.read_meta(path)
         ranks_path = tiktoken_compat.meta_path(path).parent / meta["file"]
         tiktoken_compat.read_ranks(ranks_path, expected_sha256=meta["sha256"])  # the pin

@@ -30,7 +30,6 @@ from typing import Any, Iterator, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
-from ._jit import njit
 from .errors import ConfigError, InputError
 from .limits import MAX_IDS
 from .merge_learner import learn_merges

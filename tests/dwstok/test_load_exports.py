@@ -96,6 +96,63 @@ def test_load_errors_say_what_to_do(exported, tmp_path):
         Tokenizer.load(wordpiece)
 
 
+def _export_with(d: Path, out: Path, *, ranks: bytes | None = None, meta: dict | None = None,
+                 hf: dict | None = None) -> Path:
+    """A copy of the export ``d`` in ``out`` with the rank file, the sidecar's keys or the
+    HF file replaced; the sidecar's sha256 made to match the rank file, as a crafted or
+    half-rewritten export would have it."""
+    import hashlib
+
+    out.mkdir()
+    for f in d.iterdir():
+        (out / f.name).write_bytes(f.read_bytes())
+    if ranks is not None:
+        (out / "tokenizer.tiktoken").write_bytes(ranks)
+    m = json.loads((out / "tiktoken.json").read_text()) | (meta or {})
+    m["sha256"] = hashlib.sha256((out / "tokenizer.tiktoken").read_bytes()).hexdigest()
+    (out / "tiktoken.json").write_text(json.dumps(m))
+    if hf is not None:
+        (out / "tokenizer.json").write_text(json.dumps(hf))
+    return out
+
+
+def test_corrupt_ids_are_refused_naming_the_file_and_line(exported, tmp_path):
+    """A rank file, tiktoken.json or tokenizer.json whose ids are out of range or given
+    twice is refused with the file (and line) named. A rank of -1 had replaced the last
+    token (a model whose ids were silently wrong); one of 10**12 was a MemoryError."""
+    _, d, _ = exported
+    lines = (d / "tokenizer.tiktoken").read_bytes().splitlines(keepends=True)
+    tail = lines[-1].split()[0]
+    cases = {
+        "negative": (lines[:-1] + [tail + b" -1\n"], r"tokenizer.tiktoken:%d gives rank -1: ranks go from 0 to 2,097,150" % len(lines)),
+        "huge": (lines[:-1] + [tail + b" 1000000000000\n"], r"tokenizer.tiktoken:%d gives rank 1000000000000" % len(lines)),
+        "rank twice": (lines + [b"eno= " + lines[-1].split()[1] + b"\n"], r"tokenizer.tiktoken:%d gives rank \d+ again \(line %d had it\)" % (len(lines) + 1, len(lines))),
+        "token twice": (lines + [tail + b" 99999\n"], r"tokenizer.tiktoken:%d gives the token .* again \(line %d had it\)" % (len(lines) + 1, len(lines))),
+    }
+    for name, (ranks, message) in cases.items():
+        bad = _export_with(d, tmp_path / name.replace(" ", "-"), ranks=b"".join(ranks))
+        with pytest.raises(ModelFileError, match=str(bad / "tokenizer.tiktoken") + ":"):
+            Tokenizer.load(bad / "tiktoken.json")
+        with pytest.raises(ModelFileError, match=message):
+            Tokenizer.from_tiktoken(bad / "tokenizer.tiktoken", pattern="o200k", special_tokens={})
+        with pytest.raises(ModelFileError, match=message):
+            dwstok.load_tiktoken(bad)  # the tiktoken plugin reads the same lines
+    # a special's id in tiktoken.json: no list of 10**12 entries
+    bad = _export_with(d, tmp_path / "special", meta={"special_tokens": {"<bos>": 10**12}})
+    with pytest.raises(ModelFileError, match=r"special token '<bos>' has id 1,000,000,000,000: the vocabulary would need"):
+        Tokenizer.load(bad / "tiktoken.json")
+    with pytest.raises(ModelFileError, match=r"special token '<bos>' has a bad id True"):
+        Tokenizer.from_tiktoken(d / "tokenizer.tiktoken", pattern="o200k", special_tokens={"<bos>": True})
+    # tokenizer.json: a vocab id out of range, named with the file
+    hf = json.loads((d / "tokenizer.json").read_text())
+    for n, val in enumerate((-1, 10**12)):
+        h = json.loads(json.dumps(hf))
+        h["model"]["vocab"][list(h["model"]["vocab"])[100]] = val
+        bad = _export_with(d, tmp_path / f"hf{n}", hf=h)
+        with pytest.raises(ModelFileError, match=rf"{bad / 'tokenizer.json'}: vocab id {val} is not an id from 0 to 2,097,150"):
+            Tokenizer.load(bad / "tokenizer.json")
+
+
 def test_load_tiktoken_is_a_ready_encoding(exported):
     import tiktoken
 
