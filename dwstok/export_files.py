@@ -98,6 +98,14 @@ def _looks_like_hf(p: Path) -> bool:
     return b'"dwstok-model"' not in head and b'"version"' in head
 
 
+def _json_id(i: Any) -> int:
+    """An id as a JSON file must spell it: an integer (HF's own loader refuses a string
+    or a float; ``int()`` had turned 5.7 into 5)."""
+    if type(i) is not int:
+        raise ValueError(f"id {i!r} is not an integer")
+    return i
+
+
 def hf_model(path: str | os.PathLike) -> dict[str, Any]:
     """``Tokenizer.from_vocab_merges`` arguments for a byte-level BPE ``tokenizer.json``.
 
@@ -123,13 +131,23 @@ def hf_model(path: str | os.PathLike) -> dict[str, Any]:
     pattern = _hf_pattern_of(doc.get("pre_tokenizer"))
     if pattern is None:
         raise refuse("its pre-tokenizer is not Split(regex) + ByteLevel, nor ByteLevel alone")
-    specials = {t["content"]: int(t["id"]) for t in doc.get("added_tokens", []) if t.get("special")}
     try:
-        vocab = {int(i): from_byte_level(s) for s, i in model["vocab"].items() if s not in specials}
+        specials = {t["content"]: _json_id(t["id"]) for t in doc.get("added_tokens", []) if t.get("special")}
+    except (ValueError, TypeError, KeyError) as e:
+        raise refuse(f"its added_tokens are not content and id ({e!r})") from None
+    try:
+        entries = [(s, _json_id(i)) for s, i in model["vocab"].items() if s not in specials]
+        vocab = {i: from_byte_level(s) for s, i in entries}
         merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
         merges = [(from_byte_level(a), from_byte_level(b)) for a, b in merges]
     except (ValueError, TypeError, KeyError) as e:
         raise refuse(f"its vocab or merges are not byte-level ({e})") from None
+    if len(vocab) < len(entries):  # (a dict by id had kept one of them, silently)
+        first: dict[int, str] = {}
+        for s, i in entries:
+            if i in first:
+                raise ModelFileError(f"{p}: the vocab gives id {i} to both {first[i]!r} and {s!r}; the file is corrupt")
+            first[i] = s
     version = None
     side = p.parent / HF_CONFIG_FILE
     if side.is_file():

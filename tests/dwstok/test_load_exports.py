@@ -151,6 +151,17 @@ def test_corrupt_ids_are_refused_naming_the_file_and_line(exported, tmp_path):
         bad = _export_with(d, tmp_path / f"hf{n}", hf=h)
         with pytest.raises(ModelFileError, match=rf"{bad / 'tokenizer.json'}: vocab id {val} is not an id from 0 to 2,097,150"):
             Tokenizer.load(bad / "tokenizer.json")
+    # two tokens with one id: a dict by id had kept one, and the ids were not HF's
+    h = json.loads(json.dumps(hf))
+    names = list(h["model"]["vocab"])
+    h["model"]["vocab"][names[300]] = h["model"]["vocab"][names[301]]
+    bad = _export_with(d, tmp_path / "hf-twice", hf=h)
+    with pytest.raises(ModelFileError, match=rf"the vocab gives id \d+ to both {names[300]!r} and {names[301]!r}; the file is corrupt"):
+        Tokenizer.load(bad / "tokenizer.json")
+    h["model"]["vocab"][names[300]] = 300.5  # not an integer (int() had made it 300)
+    bad = _export_with(d, tmp_path / "hf-float", hf=h)
+    with pytest.raises(ModelFileError, match=r"id 300.5 is not an integer"):
+        Tokenizer.load(bad / "tokenizer.json")
 
 
 def test_load_tiktoken_is_a_ready_encoding(exported):
