@@ -132,9 +132,13 @@ def hf_model(path: str | os.PathLike) -> dict[str, Any]:
     if pattern is None:
         raise refuse("its pre-tokenizer is not Split(regex) + ByteLevel, nor ByteLevel alone")
     try:
-        specials = {t["content"]: _json_id(t["id"]) for t in doc.get("added_tokens", []) if t.get("special")}
+        added = doc.get("added_tokens") or []
+        specials = {t["content"]: _json_id(t["id"]) for t in added if t.get("special")}
+        plain = [t["content"] for t in added if not t.get("special")]
     except (ValueError, TypeError, KeyError) as e:
         raise refuse(f"its added_tokens are not content and id ({e!r})") from None
+    if plain:  # HF matches these in any text, before the pre-tokenizer: other ids than dwstok's
+        raise refuse(f"its added token {plain[0]!r} is not special (HF finds it in any text; dwstok has no such tokens)")
     try:
         entries = [(s, _json_id(i)) for s, i in model["vocab"].items() if s not in specials]
         vocab = {i: from_byte_level(s) for s, i in entries}

@@ -598,6 +598,10 @@ class Tokenizer:
                 raise ModelFileError(f"model file {path} says n_vocab {size} but holds only {n_entries} tokens")
             tokens = [b""] * size
             for i, text in c["vocab"]:
+                if type(i) is not int or not 0 <= i < size:  # (-1 had replaced the last token)
+                    raise ModelFileError(f"model file {path} has vocab id {i!r}, not an id from 0 to {size - 1}")
+                if tokens[i]:
+                    raise ModelFileError(f"model file {path} gives vocab id {i} twice")
                 tokens[i] = model_file.token_bytes(text)
             merges = [tuple(m) for m in c["merges"]]
             if any(len(m) != 3 for m in merges):

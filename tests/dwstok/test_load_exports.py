@@ -162,6 +162,32 @@ def test_corrupt_ids_are_refused_naming_the_file_and_line(exported, tmp_path):
     bad = _export_with(d, tmp_path / "hf-float", hf=h)
     with pytest.raises(ModelFileError, match=r"id 300.5 is not an integer"):
         Tokenizer.load(bad / "tokenizer.json")
+    # an added token that is not special: HF finds it in any text (the loader had
+    # dropped it, and its ids were not HF's)
+    h = json.loads(json.dumps(hf))
+    h["added_tokens"].append(h["added_tokens"][0] | {"id": len(names) + 5, "content": "hello", "special": False})
+    bad = _export_with(d, tmp_path / "hf-added", hf=h)
+    with pytest.raises(ModelFileError, match=r"its added token 'hello' is not special \(HF finds it in any text"):
+        Tokenizer.load(bad / "tokenizer.json")
+
+
+@pytest.mark.parametrize("change,message", [
+    (lambda v: v.__setitem__(-1, [-1, v[-1][1]]), r"has vocab id -1, not an id from 0 to \d+"),
+    (lambda v: v.__setitem__(-1, [v[-2][0], v[-1][1]]), r"gives vocab id \d+ twice"),
+    (lambda v: v.__setitem__(-1, [True, v[-1][1]]), r"has vocab id True, not an id"),
+])
+def test_a_model_file_with_bad_vocab_ids_is_refused_even_with_its_hash_redone(exported, tmp_path, change, message):
+    """model.json's hash catches an edit, but not a file whose writer hashed bad ids:
+    a vocab id of -1 had replaced the last token, one given twice the first of them."""
+    from dwstok import model_file
+
+    _, _, train = exported
+    c = json.loads((train / "model.json").read_text())
+    change(c["vocab"])
+    c["sha256"] = model_file.content_hash(c)
+    (tmp_path / "model.json").write_text(json.dumps(c))
+    with pytest.raises(ModelFileError, match=rf"model file {tmp_path / 'model.json'} " + message):
+        Tokenizer.load(tmp_path / "model.json")
 
 
 def test_load_tiktoken_is_a_ready_encoding(exported):
