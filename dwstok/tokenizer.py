@@ -308,6 +308,15 @@ def _specials_in_vocab(vocab: Mapping[int, bytes], names: Sequence[str]) -> tupl
     return held, [name for name in dict.fromkeys(names) if name not in held]
 
 
+def _is_index(i: Any) -> bool:
+    """Whether ``i`` can be an id: an integer (not a bool), not negative.
+
+    >>> _is_index(3), _is_index(-1), _is_index(True), _is_index(2.0)
+    (True, False, False, False)
+    """
+    return isinstance(i, (int, np.integer)) and not isinstance(i, bool) and i >= 0
+
+
 @contextlib.contextmanager
 def _naming(path: Path):
     """A ModelFileError raised inside, about the content of the file at ``path``, names it.
@@ -350,7 +359,7 @@ class Tokenizer:
         self.metadata = dict(metadata or {})
         self.special_tokens = dict(specials)
         for name, i in self.special_tokens.items():
-            if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or i < 0:
+            if not _is_index(i):
                 raise ModelFileError(f"special token {name!r} has a bad id {i!r}")
         n_vocab = max([len(tokens) - 1, *self.special_tokens.values()]) + 1
         if n_vocab > MAX_IDS:  # (before the list below: an id of 10**12 was a MemoryError)
@@ -488,7 +497,7 @@ class Tokenizer:
             special_tokens = list(special_tokens)
             special_ids, pending = _specials_in_vocab(vocab, special_tokens)
         reserved = set(special_ids.values())
-        bad = next((i for i in vocab if isinstance(i, bool) or not isinstance(i, (int, np.integer)) or not 0 <= i < MAX_IDS), None)
+        bad = next((i for i in vocab if not _is_index(i) or i >= MAX_IDS), None)
         if bad is not None:  # (a negative id had replaced another token; 10**12 was a MemoryError)
             raise ModelFileError(f"vocab id {bad!r} is not an id from 0 to {MAX_IDS - 1:,}")
         size = max([-1, *vocab.keys(), *reserved]) + 1
