@@ -33,6 +33,8 @@ language weight). Pair counts are built once, then updated locally at each merge
 No array is reassigned inside the per-byte loops: Numba would update its reference
 count on every byte, which cost more than the rest of the loop. Room for a step is
 made before them.
+The indexes in those loops and in the heap, never negative, go through ``_ix`` (as the
+encoder's do): without it Numba adds a negative-index wraparound to every access.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by
@@ -58,6 +60,7 @@ import numba
 import numpy as np
 from numba import prange
 
+from ._intrinsics import ix as _ix
 from ._intrinsics import prefetch
 from ._jit import njit, njit_parallel
 from .errors import ConfigError, InputError
@@ -133,13 +136,13 @@ def _cmp_tokens(t1, t2, tstart, tlen, tbytes):
     """Compare the bytes of two tokens: -1, 0 or 1."""
     if t1 == t2:
         return 0
-    s1 = tstart[t1]
-    s2 = tstart[t2]
-    n1 = tlen[t1]
-    n2 = tlen[t2]
+    s1 = tstart[_ix(t1)]
+    s2 = tstart[_ix(t2)]
+    n1 = tlen[_ix(t1)]
+    n2 = tlen[_ix(t2)]
     for i in range(min(n1, n2)):
-        x = tbytes[s1 + i]
-        y = tbytes[s2 + i]
+        x = tbytes[_ix(s1 + i)]
+        y = tbytes[_ix(s2 + i)]
         if x != y:
             return -1 if x < y else 1
     if n1 == n2:
@@ -152,25 +155,25 @@ def _above(c1, p1, c2, p2, pl, pr, tstart, tlen, tbytes):
     """True when heap entry (count c1, pair p1) outranks (c2, p2)."""
     if c1 != c2:
         return c1 > c2
-    r = _cmp_tokens(pl[p1], pl[p2], tstart, tlen, tbytes)
+    r = _cmp_tokens(pl[_ix(p1)], pl[_ix(p2)], tstart, tlen, tbytes)
     if r != 0:
         return r > 0
-    return _cmp_tokens(pr[p1], pr[p2], tstart, tlen, tbytes) > 0
+    return _cmp_tokens(pr[_ix(p1)], pr[_ix(p2)], tstart, tlen, tbytes) > 0
 
 
 @njit
 def _sift_up(hc, hp, i, pl, pr, tstart, tlen, tbytes):
-    c = hc[i]
-    p = hp[i]
+    c = hc[_ix(i)]
+    p = hp[_ix(i)]
     while i > 0:
         parent = (i - 1) >> 1
-        if not _above(c, p, hc[parent], hp[parent], pl, pr, tstart, tlen, tbytes):
+        if not _above(c, p, hc[_ix(parent)], hp[_ix(parent)], pl, pr, tstart, tlen, tbytes):
             break
-        hc[i] = hc[parent]
-        hp[i] = hp[parent]
+        hc[_ix(i)] = hc[_ix(parent)]
+        hp[_ix(i)] = hp[_ix(parent)]
         i = parent
-    hc[i] = c
-    hp[i] = p
+    hc[_ix(i)] = c
+    hp[_ix(i)] = p
 
 
 @njit
@@ -183,16 +186,16 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
         if child >= n:
             break
         if child + 1 < n and _above(
-            hc[child + 1], hp[child + 1], hc[child], hp[child], pl, pr, tstart, tlen, tbytes
+            hc[_ix(child + 1)], hp[_ix(child + 1)], hc[_ix(child)], hp[_ix(child)], pl, pr, tstart, tlen, tbytes
         ):
             child += 1
-        if not _above(hc[child], hp[child], c, p, pl, pr, tstart, tlen, tbytes):
+        if not _above(hc[_ix(child)], hp[_ix(child)], c, p, pl, pr, tstart, tlen, tbytes):
             break
-        hc[i] = hc[child]
-        hp[i] = hp[child]
+        hc[_ix(i)] = hc[_ix(child)]
+        hp[_ix(i)] = hp[_ix(child)]
         i = child
-    hc[i] = c
-    hp[i] = p
+    hc[_ix(i)] = c
+    hp[_ix(i)] = p
 
 
 @njit
@@ -362,29 +365,29 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, memo, lost, touc
         # and weight of the piece 16 ahead (one cache line), then for the ids of the
         # one 8 ahead (its start asked for 8 pieces ago), so the memory waits overlap.
         if e + 16 < e_end:
-            prefetch(piece, 4 * np.int64(occ[e + 16]))
+            prefetch(piece, 4 * np.int64(occ[_ix(e + 16)]))
         if e + 8 < e_end:
-            prefetch(ids, piece[4 * np.int64(occ[e + 8])])
-        w = np.int64(occ[e])
-        n = piece[4 * w + 1]
+            prefetch(ids, piece[_ix(4 * np.int64(occ[_ix(e + 8)]))])
+        w = np.int64(occ[_ix(e)])
+        n = piece[_ix(4 * w + 1)]
         if n_ev + n > ev_pair.shape[0]:
             break
         e += 1
-        s = piece[4 * w]
+        s = piece[_ix(4 * w)]
         # Skip to the first site (a listed piece may have lost the pair since).
         i = 0
-        while i < n - 1 and not (ids[s + i] == a and ids[s + i + 1] == b):
+        while i < n - 1 and not (ids[_ix(s + i)] == a and ids[_ix(s + i + 1)] == b):
             i += 1
         if i >= n - 1:
             continue
-        wt = piece[4 * w + 2]
+        wt = piece[_ix(4 * w + 2)]
         j = i
-        prev_old = np.int64(ids[s + i - 1]) if i > 0 else np.int64(-1)  # old token at i - 1
+        prev_old = np.int64(ids[_ix(s + i - 1)]) if i > 0 else np.int64(-1)  # old token at i - 1
         prev_site = False  # whether old i - 1 was part of a site
         last_new = prev_old  # new token at j - 1
         while i < n:
-            tok = np.int64(ids[s + i])
-            site = tok == a and i + 1 < n and ids[s + i + 1] == b
+            tok = np.int64(ids[_ix(s + i)])
+            site = tok == a and i + 1 < n and ids[_ix(s + i + 1)] == b
             # The old adjacency (i - 1, i) and the new one (j - 1, j), where they change.
             if i > 0 and (site or prev_site):
                 x = prev_old
@@ -392,12 +395,12 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, memo, lost, touc
                 # (x, a) is kept by x, on side 0; else x == b (the old i - 1 ended a
                 # site) and (b, y) is kept by y, on side 1
                 side, k = (0, x) if y == a and site else (1, y)
-                if old_step[side, k] != step:
-                    old_step[side, k] = step
-                    lost_t[side, k] = 0
-                    touched_t[side, n_touched[side]] = k
+                if old_step[side, _ix(k)] != step:
+                    old_step[side, _ix(k)] = step
+                    lost_t[side, _ix(k)] = 0
+                    touched_t[side, _ix(n_touched[side])] = k
                     n_touched[side] += 1
-                lost_t[side, k] += wt
+                lost_t[side, _ix(k)] += wt
             if site:
                 d_best += wt
                 nt = np.int64(c)
@@ -407,33 +410,33 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, memo, lost, touc
                 # The new adjacency (last_new, nt) holds c; (c, c) is filed under lc.
                 # A piece lists the pair once: the piece last listed is kept by token.
                 if nt == c:
-                    nq = lc[last_new] if lc_step[last_new] == step else -1
-                    listed = nq != -1 and lp[last_new] == w
-                    lp[last_new] = w
+                    nq = lc[_ix(last_new)] if lc_step[_ix(last_new)] == step else -1
+                    listed = nq != -1 and lp[_ix(last_new)] == w
+                    lp[_ix(last_new)] = w
                 else:
-                    nq = rc[nt] if rc_step[nt] == step else -1
-                    listed = nq != -1 and rp[nt] == w
-                    rp[nt] = w
+                    nq = rc[_ix(nt)] if rc_step[_ix(nt)] == step else -1
+                    listed = nq != -1 and rp[_ix(nt)] == w
+                    rp[_ix(nt)] = w
                 if nq == -1:
                     nq = n_loc
                     n_loc += 1
-                    ll[nq] = last_new
-                    lr[nq] = nt
-                    lcount[nq] = 0
-                    lnum[nq] = 0
+                    ll[_ix(nq)] = last_new
+                    lr[_ix(nq)] = nt
+                    lcount[_ix(nq)] = 0
+                    lnum[_ix(nq)] = 0
                     if nt == c:
-                        lc[last_new] = nq
-                        lc_step[last_new] = step
+                        lc[_ix(last_new)] = nq
+                        lc_step[_ix(last_new)] = step
                     else:
-                        rc[nt] = nq
-                        rc_step[nt] = step
-                lcount[nq] += wt
+                        rc[_ix(nt)] = nq
+                        rc_step[_ix(nt)] = step
+                lcount[_ix(nq)] += wt
                 if not listed:
-                    lnum[nq] += 1
-                    ev_pair[n_ev] = nq
-                    ev_piece[n_ev] = w
+                    lnum[_ix(nq)] += 1
+                    ev_pair[_ix(n_ev)] = nq
+                    ev_piece[_ix(n_ev)] = w
                     n_ev += 1
-            ids[s + j] = nt
+            ids[_ix(s + j)] = nt
             j += 1
             last_new = nt
             if site:
@@ -444,7 +447,7 @@ def _rewrite_chunk(t, ids, piece, occ, e, e_end, a, b, c, step, memo, lost, touc
                 prev_old = tok
                 prev_site = False
                 i += 1
-        piece[4 * w + 1] = j
+        piece[_ix(4 * w + 1)] = j
 
     cnt[t, _N_LOC] = n_loc
     cnt[t, _N_EV] = n_ev
