@@ -57,6 +57,7 @@ import functools
 import numpy as np
 
 from ._intrinsics import byte_masks_intrinsic, clz, code_at, code_masks_intrinsic, ctz, load8, set_code, utf8_codes
+from ._intrinsics import ix as _ix
 from ._jit import njit, njit_inline, njit_no_nrt, read_only
 from .errors import ConfigError, InputError
 from .patterns import resolve
@@ -92,29 +93,29 @@ _APOS, _SP, _CR, _LF, _SLASH = 0x27, 0x20, 0x0D, 0x0A, 0x2F
 @njit
 def _step(buf, i, end, table):
     """(table entry, start of next code point) for the code point at byte ``i``."""
-    b = np.int64(buf[i])
+    b = np.int64(buf[_ix(i)])
     if b < 0x80:
-        return table[b], i + 1
+        return table[_ix(b)], i + 1
     if b < 0xE0:
         if i + 2 > end:
             return np.uint8(OTHER), end
-        return table[((b & 0x1F) << 6) | (np.int64(buf[i + 1]) & 0x3F)], i + 2
+        return table[_ix(((b & 0x1F) << 6) | (np.int64(buf[_ix(i + 1)]) & 0x3F))], i + 2
     if b < 0xF0:
         if i + 3 > end:
             return np.uint8(OTHER), end
-        cp = ((b & 0x0F) << 12) | ((np.int64(buf[i + 1]) & 0x3F) << 6) | (np.int64(buf[i + 2]) & 0x3F)
-        return table[cp], i + 3
+        cp = ((b & 0x0F) << 12) | ((np.int64(buf[_ix(i + 1)]) & 0x3F) << 6) | (np.int64(buf[_ix(i + 2)]) & 0x3F)
+        return table[_ix(cp)], i + 3
     if i + 4 > end:
         return np.uint8(OTHER), end
     cp = (
         ((b & 0x07) << 18)
-        | ((np.int64(buf[i + 1]) & 0x3F) << 12)
-        | ((np.int64(buf[i + 2]) & 0x3F) << 6)
-        | (np.int64(buf[i + 3]) & 0x3F)
+        | ((np.int64(buf[_ix(i + 1)]) & 0x3F) << 12)
+        | ((np.int64(buf[_ix(i + 2)]) & 0x3F) << 6)
+        | (np.int64(buf[_ix(i + 3)]) & 0x3F)
     )
     if cp >= table.shape[0]:
         return np.uint8(OTHER), i + 4
-    return table[cp], i + 4
+    return table[_ix(cp)], i + 4
 
 
 _LOW7 = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -204,7 +205,7 @@ def _utf8_masks(buf, i, w, table, out, k):
     while leads != 0:
         j = np.int64(ctz(leads))
         leads &= leads - _ONE
-        set_code(out, k, j, np.int64(table[code_at(out, k, j)]))
+        set_code(out, k, j, np.int64(table[_ix(code_at(out, k, j))]))
     upper, lower, both, mark, number, space, crlf = _code_classes(out, k)
     upper &= heads
     lower &= heads
@@ -272,7 +273,7 @@ def _window(buf, i, end, table, out, n, from_right):
         bits, last = _starts(w, stop, from_right, lo, up, dg, ws | ws_u, sp, ap, nl, c1, c_rv, c_e, c_l, cont, both, mark, True)
     while bits != 0:  # (none: last is 0)
         n += 1
-        out[n] = i + np.int64(ctz(bits))
+        out[_ix(n)] = i + np.int64(ctz(bits))
         bits &= bits - _ONE
     return n, i + last
 
@@ -401,6 +402,8 @@ def _starts(w, stop, from_right, lo, up, dg, ws, sp, ap, nl, c1, c_rv, c_e, c_l,
 # updates, which made a helper-per-alternative version several times slower.
 # The loops run without Numba's runtime (``njit_no_nrt``): with it, the inlined
 # 64-byte window took and dropped a reference to buf, table and out each time.
+# Their indexes, never negative, go through ``_ix``: without it Numba adds a
+# negative-index wraparound to every access (bench/results/session48-20261207.md).
 
 
 @njit_no_nrt
@@ -448,7 +451,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                 g += 1
                 if g == lim or i == k:
                     n += 1
-                    out[n] = i
+                    out[_ix(n)] = i
                     g = 0
                     lim = 3
             continue
@@ -509,11 +512,11 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                         break
                     k += 8
                 else:  # no break: fewer than 8 bytes left, one at a time
-                    while k < end and 0x61 <= buf[k] <= 0x7A:
+                    while k < end and 0x61 <= buf[_ix(k)] <= 0x7A:
                         k += 1
                 # The run goes on through Ll/Lm/Lo/M (and a-z after them). Here an ASCII
                 # byte ends it, a-z having been taken: one compare instead of a lookup.
-                if k < end and buf[k] >= 0x80:
+                if k < end and buf[_ix(k)] >= 0x80:
                     while k < end:
                         e2, k2 = _step(buf, k, end, table)
                         c2 = e2 & CAT_MASK
@@ -529,7 +532,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                 m = k
         if m >= 0:
             # (?i:'s|'t|'re|'ve|'m|'ll|'d)?
-            if m + 1 < end and buf[m] == _APOS:
+            if m + 1 < end and buf[_ix(m)] == _APOS:
                 e1, k1 = _step(buf, m + 1, end, table)
                 f = e1 >> 4
                 if f == _F_S or f == _F_T or f == _F_M or f == _F_D:
@@ -540,13 +543,13 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                     if (f2 == _F_E and f != _F_L) or (f2 == _F_L and f == _F_L):
                         m = k2
             n += 1
-            out[n] = m
+            out[_ix(n)] = m
             i = m
             continue
 
         # ' ?[^\s\p{L}\p{N}]+[\r\n/]*'
         punct = c == OTHER
-        if not punct and buf[i] == _SP and j < end:
+        if not punct and buf[_ix(i)] == _SP and j < end:
             e2, k2 = _step(buf, j, end, table)
             c2 = e2 & CAT_MASK
             punct = c2 == OTHER or c2 == MARK
@@ -558,10 +561,10 @@ def _scan_o200k(buf, start, end, table, out, from_right):
                 if c2 != OTHER and c2 != MARK:
                     break
                 k = k2
-            while k < end and (buf[k] == _CR or buf[k] == _LF or buf[k] == _SLASH):
+            while k < end and (buf[_ix(k)] == _CR or buf[_ix(k)] == _LF or buf[_ix(k)] == _SLASH):
                 k += 1
             n += 1
-            out[n] = k
+            out[_ix(n)] = k
             i = k
             continue
 
@@ -588,7 +591,7 @@ def _scan_o200k(buf, start, end, table, out, from_right):
         if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
             m = j
         n += 1
-        out[n] = m
+        out[_ix(n)] = m
         i = m
     return n
 
@@ -612,16 +615,16 @@ def _scan_cl100k(buf, start, end, table, out):
                 g += 1
                 if g == 3:
                     n += 1
-                    out[n] = i
+                    out[_ix(n)] = i
                     g = 0
             if g > 0:
                 n += 1
-                out[n] = i
+                out[_ix(n)] = i
             continue
 
         # '(?i:[sdmt]|ll|ve|re)
         m = -1
-        if buf[i] == _APOS and j < end:
+        if buf[_ix(i)] == _APOS and j < end:
             e1, k1 = _step(buf, j, end, table)
             f = e1 >> 4
             if f == _F_S or f == _F_T or f == _F_M or f == _F_D:
@@ -652,7 +655,7 @@ def _scan_cl100k(buf, start, end, table, out):
                         break
                     k = k2
                 m = k
-            elif c == OTHER or c == MARK or (buf[i] == _SP and (nc == OTHER or nc == MARK)):
+            elif c == OTHER or c == MARK or (buf[_ix(i)] == _SP and (nc == OTHER or nc == MARK)):
                 # ' ?[^\s\p{L}\p{N}]++[\r\n]*+'
                 k = nj if (nc == OTHER or nc == MARK) else j
                 while k < end:
@@ -661,7 +664,7 @@ def _scan_cl100k(buf, start, end, table, out):
                     if c2 != OTHER and c2 != MARK:
                         break
                     k = k2
-                while k < end and (buf[k] == _CR or buf[k] == _LF):
+                while k < end and (buf[_ix(k)] == _CR or buf[_ix(k)] == _LF):
                     k += 1
                 m = k
             else:
@@ -689,7 +692,7 @@ def _scan_cl100k(buf, start, end, table, out):
         if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
             m = j
         n += 1
-        out[n] = m
+        out[_ix(n)] = m
         i = m
     return n
 
@@ -704,19 +707,19 @@ def _scan_gpt2(buf, start, end, table, out):
         c = e & CAT_MASK
         m = -1
         # '(?:[sdmt]|ll|ve|re)  (case-sensitive in r50k)
-        if buf[i] == _APOS and j < end:
-            b1 = buf[j]
+        if buf[_ix(i)] == _APOS and j < end:
+            b1 = buf[_ix(j)]
             if b1 == 0x73 or b1 == 0x64 or b1 == 0x6D or b1 == 0x74:  # s d m t
                 m = j + 1
             elif j + 1 < end:
-                b2 = buf[j + 1]
+                b2 = buf[_ix(j + 1)]
                 if (b1 == 0x6C and b2 == 0x6C) or ((b1 == 0x76 or b1 == 0x72) and b2 == 0x65):
                     m = j + 2
         if m < 0:
             # ' ?\p{L}++ | ?\p{N}++ | ?[^\s\p{L}\p{N}]++': the optional space
             # joins whatever non-space follows it.
             p = j  # where the rest of the run starts
-            if buf[i] == _SP and j < end:
+            if buf[_ix(i)] == _SP and j < end:
                 e2, k2 = _step(buf, j, end, table)
                 c2 = e2 & CAT_MASK
                 if c2 != SPACE and c2 != CRLF:
@@ -761,7 +764,7 @@ def _scan_gpt2(buf, start, end, table, out):
         if m <= i:  # unreachable for valid input; never let a bug loop or overflow out
             m = j
         n += 1
-        out[n] = m
+        out[_ix(n)] = m
         i = m
     return n
 
