@@ -33,8 +33,9 @@ language weight). Pair counts are built once, then updated locally at each merge
 No array is reassigned inside the per-byte loops: Numba would update its reference
 count on every byte, which cost more than the rest of the loop. Room for a step is
 made before them.
-The indexes in those loops and in the heap, never negative, go through ``_ix`` (as the
-encoder's do): without it Numba adds a negative-index wraparound to every access.
+The indexes in those loops (the first count and the rewrite) and in the heap, never
+negative, go through ``_ix`` (as the encoder's do): without it Numba adds a
+negative-index wraparound to every access.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by
@@ -614,27 +615,27 @@ def _first_pairs(ids, offsets, weights, piece, nt, pool0):
 def _count_pairs(t, ids, piece, first, count, n, last):
     """Thread t's part of the initial count: its pieces' byte pairs, in its own rows."""
     for w in range(first[t], first[t + 1]):
-        s = piece[4 * w]
-        wt = piece[4 * w + 2]
-        for k in range(piece[4 * w + 1] - 1):
-            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
-            count[t, xy] += wt
-            if last[t, xy] != w:
-                last[t, xy] = w
-                n[t, xy] += 1
+        s = piece[_ix(4 * w)]
+        wt = piece[_ix(4 * w + 2)]
+        for k in range(piece[_ix(4 * w + 1)] - 1):
+            xy = np.int64(ids[_ix(s + k)]) * 256 + np.int64(ids[_ix(s + k + 1)])
+            count[t, _ix(xy)] += wt
+            if last[t, _ix(xy)] != w:
+                last[t, _ix(xy)] = w
+                n[t, _ix(xy)] += 1
 
 
 @njit
 def _list_pairs(t, ids, piece, first, at, last, occ):
     """Thread t's listings: each of its pieces once at ``at[t, xy]`` of each byte pair."""
     for w in range(first[t], first[t + 1]):
-        s = piece[4 * w]
-        for k in range(piece[4 * w + 1] - 1):
-            xy = np.int64(ids[s + k]) * 256 + np.int64(ids[s + k + 1])
-            if last[t, xy] != w:
-                last[t, xy] = w
-                occ[at[t, xy]] = w
-                at[t, xy] += 1
+        s = piece[_ix(4 * w)]
+        for k in range(piece[_ix(4 * w + 1)] - 1):
+            xy = np.int64(ids[_ix(s + k)]) * 256 + np.int64(ids[_ix(s + k + 1)])
+            if last[t, _ix(xy)] != w:
+                last[t, _ix(xy)] = w
+                occ[_ix(at[t, _ix(xy)])] = w
+                at[t, _ix(xy)] += 1
 
 
 @njit_parallel

@@ -58,7 +58,8 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
     ``state`` is (entries used, arena bytes used).
 
     A piece's slot is asked for ``_AHEAD`` pieces before it is read, so that the waits
-    on the table (a few MB, read at random) overlap."""
+    on the table (a few MB, read at random) overlap. Indexes go through ``ix`` (none is
+    negative): Numba adds a negative-index wraparound to every other access."""
     mask = np.uint64(table.size - 1)
     n_e = state[0]
     used = state[1]
@@ -66,19 +67,19 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
     n = offs.size - 1
     ahead = np.empty(_AHEAD, np.uint64)  # the hashes of pieces i .. i + _AHEAD - 1, by k % _AHEAD
     for k in range(i, min(i + _AHEAD, n)):
-        ahead[k % _AHEAD] = _key_hash(data, offs[k], offs[k + 1], np.int64(lang[k]))
+        ahead[k % _AHEAD] = _key_hash(data, offs[ix(k)], offs[ix(k + 1)], np.int64(lang[ix(k)]))
         prefetch(table, ahead[k % _AHEAD] & mask)
     while i < n:
-        s = offs[i]
-        e = offs[i + 1]
+        s = offs[ix(i)]
+        e = offs[ix(i + 1)]
         length = e - s
         if n_e >= room or used + length > arena.size:
             break
-        g = np.int64(lang[i])
+        g = np.int64(lang[ix(i)])
         h = ahead[i % _AHEAD]
         if i + _AHEAD < n:
             k = i + _AHEAD
-            ahead[k % _AHEAD] = _key_hash(data, offs[k], offs[k + 1], np.int64(lang[k]))
+            ahead[k % _AHEAD] = _key_hash(data, offs[ix(k)], offs[ix(k + 1)], np.int64(lang[ix(k)]))
             prefetch(table, ahead[k % _AHEAD] & mask)
         head = np.int64(_pack8(data, s, e))
         tag = np.int64(h >> np.uint64(33)) << 32
@@ -88,10 +89,10 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
             v = table[ix(slot)]
             if v == _EMPTY:
                 table[ix(slot)] = tag | n_e
-                entries[n_e, _HEAD] = head
-                entries[n_e, _START] = used
-                entries[n_e, _LEN_LANG] = len_lang
-                entries[n_e, _COUNT] = 1
+                entries[ix(n_e), _HEAD] = head
+                entries[ix(n_e), _START] = used
+                entries[ix(n_e), _LEN_LANG] = len_lang
+                entries[ix(n_e), _COUNT] = 1
                 for k in range(length):
                     arena[ix(used + k)] = data[ix(s + k)]
                 used += length
@@ -99,9 +100,9 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
                 break
             if (v & np.int64(0xFFFFFFFF00000000)) == tag:
                 x = v & np.int64(0xFFFFFFFF)
-                if (entries[x, _HEAD] == head and entries[x, _LEN_LANG] == len_lang
-                        and (length <= 8 or _same_words(arena, entries[x, _START] + 8, data, s + 8, length - 8))):
-                    entries[x, _COUNT] += 1
+                if (entries[ix(x), _HEAD] == head and entries[ix(x), _LEN_LANG] == len_lang
+                        and (length <= 8 or _same_words(arena, entries[ix(x), _START] + 8, data, s + 8, length - 8))):
+                    entries[ix(x), _COUNT] += 1
                     break
             slot = (slot + np.uint64(1)) & mask
         i += 1
