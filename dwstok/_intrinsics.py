@@ -14,14 +14,35 @@ import numba
 import numpy as np
 
 
-def _item_pointer(context, builder, signature, args):
+def _item_pointer(context, builder, signature, args, nbytes=0):
     """Codegen of ``(array, index)`` intrinsics: a pointer to ``array[index]`` (flat,
-    no negative-index wraparound)."""
+    no negative-index wraparound), the ``nbytes`` bytes from it checked to lie inside
+    the array when kernels compile with bounds checks (``NUMBA_BOUNDSCHECK=1``, as
+    ``make test-bounds`` runs the tests): these raw loads and stores are what Numba's
+    own check cannot see."""
+    from numba import types
     from numba.core import cgutils
 
     aryty = signature.args[0]
     ary = context.make_array(aryty)(context, builder, args[0])
+    if nbytes and numba.config.BOUNDSCHECK:
+        _check_room(context, builder, aryty, ary, context.cast(builder, args[1], signature.args[1], types.uint64), nbytes)
     return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
+
+
+def _check_room(context, builder, aryty, ary, start, nbytes):
+    """Raise IndexError unless bytes ``[start * itemsize, + nbytes)`` lie inside ``ary``
+    (``start`` an unsigned 64-bit item index: a negative one is huge, and fails)."""
+    from llvmlite import ir
+    from numba.core import cgutils
+
+    i64 = ir.IntType(64)
+    itemsize = i64(context.get_abi_sizeof(context.get_data_type(aryty.dtype)))
+    nitems = ary.nitems
+    end = builder.add(builder.mul(start, itemsize), nbytes if isinstance(nbytes, ir.Value) else i64(nbytes))
+    bad = builder.or_(builder.icmp_unsigned(">", start, nitems), builder.icmp_unsigned(">", end, builder.mul(nitems, itemsize)))
+    with cgutils.if_unlikely(builder, bad):
+        context.call_conv.return_user_exc(builder, IndexError, ("a raw load or store (dwstok._intrinsics) is past the end of its array",))
 
 
 def _make_prefetch():
@@ -75,7 +96,7 @@ def _make_load8():
         sig = types.uint64(arr, idx)
 
         def codegen(context, builder, signature, args):
-            ptr = _item_pointer(context, builder, signature, args)
+            ptr = _item_pointer(context, builder, signature, args, 8)
             return builder.load(builder.bitcast(ptr, ir.IntType(64).as_pointer()), align=1)
 
         return sig, codegen
@@ -310,7 +331,7 @@ def byte_masks_intrinsic(tests, fold=False):
 
         def codegen(context, builder, signature, args):
             vt = ir.VectorType(ir.IntType(8), 64)
-            ptr = _item_pointer(context, builder, signature, args)
+            ptr = _item_pointer(context, builder, signature, args, 64)
             v = builder.load(builder.bitcast(ptr, vt.as_pointer()), align=1)
             if fold:
                 v = builder.or_(v, ir.Constant(vt, [0x20] * 64))
@@ -362,7 +383,7 @@ def _make_utf8_codes():
         def codegen(context, builder, signature, args):
             v8 = ir.VectorType(ir.IntType(8), 64)
             v16 = ir.VectorType(ir.IntType(16), 64)
-            src = builder.bitcast(_item_pointer(context, builder, signature, args[:2]), ir.IntType(8).as_pointer())
+            src = builder.bitcast(_item_pointer(context, builder, signature, args[:2], 66), ir.IntType(8).as_pointer())
             a, b, c = (
                 builder.zext(builder.load(builder.bitcast(builder.gep(src, [ir.Constant(ir.IntType(64), d)]), v8.as_pointer()), align=1), v16)
                 for d in range(3)
@@ -378,7 +399,7 @@ def _make_utf8_codes():
             )
             cp = builder.select(builder.icmp_unsigned(">=", a, k16(0xE0)), cp3, cp2)
             dsig = types.void(signature.args[2], signature.args[3])
-            ptr = _item_pointer(context, builder, dsig, args[2:])
+            ptr = _item_pointer(context, builder, dsig, args[2:], 128)
             builder.store(cp, builder.bitcast(ptr, v16.as_pointer()), align=1)
             return context.get_dummy_value()
 
@@ -407,7 +428,9 @@ def _make_code_at():
     from numba.extending import intrinsic
 
     def _slot(context, builder, signature, args):
-        ptr = _item_pointer(context, builder, types.void(signature.args[0], signature.args[1]), args[:2])
+        # (bounds checked: the two bytes of uint16 j from dst[k])
+        two = builder.mul(builder.add(context.cast(builder, args[2], signature.args[2], types.uint64), ir.IntType(64)(1)), ir.IntType(64)(2))
+        ptr = _item_pointer(context, builder, types.void(signature.args[0], signature.args[1]), args[:2], two)
         i16p = builder.bitcast(ptr, ir.IntType(16).as_pointer())
         return builder.gep(i16p, [args[2]])
 
@@ -458,7 +481,7 @@ def code_masks_intrinsic(values, mask=0x0F):
         def codegen(context, builder, signature, args):
             v8 = ir.VectorType(ir.IntType(8), 64)
             v16 = ir.VectorType(ir.IntType(16), 64)
-            ptr = _item_pointer(context, builder, signature, args)
+            ptr = _item_pointer(context, builder, signature, args, 128)
             codes = builder.trunc(builder.load(builder.bitcast(ptr, v16.as_pointer()), align=1), v8)
             codes = builder.and_(codes, ir.Constant(v8, [mask] * 64))
             masks = [
