@@ -85,6 +85,38 @@ def test_long_runs(pair):
         assert ours.encode(text) == theirs.encode_ordinary(text)
 
 
+# Bytes a caller may hand encode_utf8_batch that are no UTF-8: characters cut short, a
+# surrogate, an overlong form, past U+10FFFF, a lone continuation byte; between text
+# that is, and anything at all.
+NOT_UTF8 = [b"\xe2\x94", b"\xed\xa0\x80", b"\xc0\xaf", b"\xe0\x80\xaf", b"\xf4\x90\x80\x80", b"\xf0\x9f\x98", b"\x80", b"\xff"]
+ANY_BYTES = st.lists(
+    st.binary(max_size=40) | st.text(alphabet=TRICKY, max_size=40).map(str.encode) | st.sampled_from(NOT_UTF8), max_size=12
+).map(b"".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(docs=st.lists(ANY_BYTES, max_size=6))
+def test_any_bytes_decode_back_and_encode_as_they_do_alone(pair, docs):
+    """Byte-level BPE has a token for every byte, so bytes that are no UTF-8 encode too:
+    each document of a batch decodes back to its bytes, gets the ids it gets alone, and
+    tiktoken's where it is UTF-8. The batch's windows and pieces see invalid sequences
+    at every offset (``make test-bounds`` runs this with every index checked)."""
+    _, ours, theirs = pair
+    data = np.frombuffer(b"".join(docs), np.uint8)
+    offsets = np.cumsum([0] + [len(d) for d in docs])
+    ids, doc = ours.encode_utf8_batch(data, offsets, num_threads=1)
+    for i, d in enumerate(docs):
+        alone, _ = ours.encode_utf8_batch(np.frombuffer(d, np.uint8), np.array([0, len(d)]), num_threads=1)
+        assert ids[doc[i] : doc[i + 1]].tolist() == alone.tolist()
+        assert ours.decode_bytes(alone) == d
+        try:
+            text = d.decode()
+        except UnicodeDecodeError:
+            continue
+        if all(_known_to_tiktoken(c) for c in text):
+            assert alone.tolist() == theirs.encode_ordinary(text)
+
+
 def _dev_docs(corpus_dir, n=None, split="dev"):
     import pyarrow.parquet as pq
 
