@@ -14,7 +14,7 @@ import numba
 import numpy as np
 
 
-def _item_pointer(context, builder, signature, args, nbytes=0):
+def _item_pointer(context, builder, signature, args, nbytes=None):
     """Codegen of ``(array, index)`` intrinsics: a pointer to ``array[index]`` (flat,
     no negative-index wraparound), the ``nbytes`` bytes from it checked to lie inside
     the array when kernels compile with bounds checks (``NUMBA_BOUNDSCHECK=1``, as
@@ -25,7 +25,7 @@ def _item_pointer(context, builder, signature, args, nbytes=0):
 
     aryty = signature.args[0]
     ary = context.make_array(aryty)(context, builder, args[0])
-    if nbytes and numba.config.BOUNDSCHECK:
+    if nbytes is not None and numba.config.BOUNDSCHECK:
         _check_room(context, builder, aryty, ary, context.cast(builder, args[1], signature.args[1], types.uint64), nbytes)
     return cgutils.get_item_pointer(context, builder, aryty, ary, [args[1]], wraparound=False)
 
@@ -428,9 +428,11 @@ def _make_code_at():
     from numba.extending import intrinsic
 
     def _slot(context, builder, signature, args):
-        # (bounds checked: the two bytes of uint16 j from dst[k])
-        two = builder.mul(builder.add(context.cast(builder, args[2], signature.args[2], types.uint64), ir.IntType(64)(1)), ir.IntType(64)(2))
-        ptr = _item_pointer(context, builder, types.void(signature.args[0], signature.args[1]), args[:2], two)
+        upto = None  # bytes from dst[k] through uint16 j, checked under NUMBA_BOUNDSCHECK
+        if numba.config.BOUNDSCHECK:
+            j = context.cast(builder, args[2], signature.args[2], types.uint64)
+            upto = builder.mul(builder.add(j, ir.IntType(64)(1)), ir.IntType(64)(2))
+        ptr = _item_pointer(context, builder, types.void(signature.args[0], signature.args[1]), args[:2], upto)
         i16p = builder.bitcast(ptr, ir.IntType(16).as_pointer())
         return builder.gep(i16p, [args[2]])
 
