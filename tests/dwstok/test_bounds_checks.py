@@ -2,9 +2,9 @@
 runs the tests) check the raw loads and stores of ``dwstok._intrinsics`` too: one that
 would reach past its array raises IndexError instead of reading what lies beyond.
 
-Each case compiles in a fresh process with a cache folder of its own: Numba's cache does
-not tell kernels compiled with checks from kernels without, so a shared folder would
-hand a checked run the unchecked kernels."""
+The cases compile in one fresh process with a cache folder of its own: Numba's cache
+does not tell kernels compiled with checks from kernels without, so a shared folder
+would hand a checked run the unchecked kernels."""
 
 from __future__ import annotations
 
