@@ -173,7 +173,8 @@ def rows(a: np.ndarray, ncols: int) -> np.ndarray:
     In a kernel, a view built in place (see :func:`_register_views`) instead of Numba's
     reshape, which calls into its runtime (``numba_attempt_nocopy_reshape``): the kernels
     made several a call, for their tables, their cache and each block of pieces. The
-    caller makes sure ``ncols`` divides ``a.size``.
+    caller makes sure ``ncols`` divides ``a.size``; kernels compiled with bounds checks
+    (``NUMBA_BOUNDSCHECK=1``) raise ValueError, as ``reshape`` does, when it does not.
 
     >>> rows(np.arange(6), 3).tolist()
     [[0, 1, 2], [3, 4, 5]]
@@ -232,7 +233,15 @@ def _register_views():
     def _rows_code(context, builder, sig, args):
         aryty, colty = sig.args
         cols = context.cast(builder, args[1], colty, types.intp)
-        n = builder.sdiv(size_of(context, builder, aryty, args[0]), cols)
+        size = size_of(context, builder, aryty, args[0])
+        if numba.config.BOUNDSCHECK:  # as reshape: ncols must divide the size (checked runs only)
+            zero = cols.type(0)
+            bad = builder.icmp_signed("<=", cols, zero)
+            with cgutils.if_unlikely(builder, bad):
+                context.call_conv.return_user_exc(builder, ValueError, ("rows: ncols must be positive",))
+            with cgutils.if_unlikely(builder, builder.icmp_signed("!=", builder.srem(size, cols), zero)):
+                context.call_conv.return_user_exc(builder, ValueError, ("rows: ncols does not divide the array's size",))
+        n = builder.sdiv(size, cols)
         return view(context, builder, aryty, args[0], sig.return_type, [n, cols])
 
     @type_callable(flat)

@@ -33,9 +33,11 @@ language weight). Pair counts are built once, then updated locally at each merge
 No array is reassigned inside the per-byte loops: Numba would update its reference
 count on every byte, which cost more than the rest of the loop. Room for a step is
 made before them.
-The indexes in those loops (the first count and the rewrite) and in the heap, never
-negative, go through ``_ix`` (as the encoder's do): without it Numba adds a
-negative-index wraparound to every access.
+The indexes in those loops (the first count and the rewrite), in the pair table, in
+filing a step's pairs and in the heap, never negative, go through ``_ix`` (as the
+encoder's do): without it Numba adds a negative-index wraparound to every access, and
+a -1 from a bug would land on the last item, where bounds checks (``make test-bounds``)
+cannot see it.
 
 Tie rule: the highest count wins; among equal counts the pair whose
 ``(bytes(left), bytes(right))`` is lexicographically greatest. Ties are broken by
@@ -114,7 +116,7 @@ def _slot(table, pl, pr, x, y):
     where it goes. The table holds ids only; a slot's pair is read from ``pl``/``pr``."""
     mask = table.shape[0] - 1
     h = _home(table, x, y)
-    while table[h] != -1 and not (pl[table[h]] == x and pr[table[h]] == y):
+    while table[_ix(h)] != -1 and not (pl[_ix(table[_ix(h)])] == x and pr[_ix(table[_ix(h)])] == y):
         h = (h + 1) & mask
     return h
 
@@ -202,7 +204,7 @@ def _sift_down(hc, hp, n, pl, pr, tstart, tlen, tbytes):
 @njit
 def _find(table, pl, pr, x, y):
     """The pair (x, y), or -1."""
-    return table[_slot(table, pl, pr, x, y)]
+    return table[_ix(_slot(table, pl, pr, x, y))]
 
 
 @njit
@@ -474,8 +476,8 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, los
     thread alone finds them), put them in the table, and count them, their listings
     (``seg_len``) and what the old pairs lost. ``gmap[t, k]`` is thread t's pair k.
     Returns the new ``n_pairs``."""
-    a = pl[best]
-    b = pr[best]
+    a = pl[_ix(best)]
+    b = pr[_ix(best)]
     for t in range(nt):
         # Ask for the new pairs' slots first, so the table's cache misses overlap.
         for k in range(cnt[t, _N_LOC]):
@@ -486,24 +488,24 @@ def _file_step(nt, c, step, best, n_pairs, pl, pr, pc, seg_len, table, memo, los
             q = -1
             for u in range(t):
                 if y == c:
-                    if memo[u, _LC_STEP, x] == step:
-                        q = gmap[u, memo[u, _LC, x]]
-                elif memo[u, _RC_STEP, y] == step:
-                    q = gmap[u, memo[u, _RC, y]]
+                    if memo[u, _LC_STEP, _ix(x)] == step:
+                        q = gmap[u, _ix(memo[u, _LC, _ix(x)])]
+                elif memo[u, _RC_STEP, _ix(y)] == step:
+                    q = gmap[u, _ix(memo[u, _RC, _ix(y)])]
                 if q != -1:
                     break
             if q == -1:
                 q = n_pairs
                 n_pairs += 1
-                pl[q] = x
-                pr[q] = y
-                pc[q] = 0
-                seg_len[q] = 0
-                table[_slot(table, pl, pr, x, y)] = q
+                pl[_ix(q)] = x
+                pr[_ix(q)] = y
+                pc[_ix(q)] = 0
+                seg_len[_ix(q)] = 0
+                table[_ix(_slot(table, pl, pr, x, y))] = q
             gmap[t, k] = q
-            pc[q] += loc_c[t, k]
-            seg_len[q] += loc_n[t, k]
-        pc[best] -= cnt[t, _D_BEST]
+            pc[_ix(q)] += loc_c[t, k]
+            seg_len[_ix(q)] += loc_n[t, k]
+        pc[_ix(best)] -= cnt[t, _D_BEST]
         _charge_lost(t, a, b, pl, pr, pc, table, memo, lost, touched, cnt)
     return n_pairs
 
@@ -529,19 +531,19 @@ def _charge_lost(t, a, b, pl, pr, pc, table, memo, lost, touched, cnt):
         for i in range(n):
             k = np.int64(rows[i])
             x, y = (k, np.int64(a)) if side == 0 else (np.int64(b), k)
-            q = table[_home(table, x, y)]
+            q = table[_ix(_home(table, x, y))]
             if q != -1:  # the pair itself, or the first of its neighbours in the probe
                 prefetch(pl, q)
                 prefetch(pr, q)
                 prefetch(pc, q)
-            q_row[k] = q
+            q_row[_ix(k)] = q
         for i in range(n):
             k = np.int64(rows[i])
             x, y = (k, np.int64(a)) if side == 0 else (np.int64(b), k)
-            q = q_row[k]
-            if q == -1 or pl[q] != x or pr[q] != y:  # further along the probe
+            q = q_row[_ix(k)]
+            if q == -1 or pl[_ix(q)] != x or pr[_ix(q)] != y:  # further along the probe
                 q = _find(table, pl, pr, x, y)
-            pc[q] -= lost[t, side, k]
+            pc[_ix(q)] -= lost[t, side, _ix(k)]  # (q is never -1: the pair was counted)
 
 
 @njit

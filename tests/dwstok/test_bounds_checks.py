@@ -1,6 +1,8 @@
 """Kernels compiled with bounds checks (``NUMBA_BOUNDSCHECK=1``, as ``make test-bounds``
 runs the tests) check the raw loads and stores of ``dwstok._intrinsics`` too: one that
-would reach past its array raises IndexError instead of reading what lies beyond.
+would reach past its array raises IndexError instead of reading what lies beyond. And
+``rows`` of a width that does not divide the array raises ValueError, as ``reshape``
+does, instead of dropping the rest.
 
 The cases compile in one fresh process with a cache folder of its own: Numba's cache
 does not tell kernels compiled with checks from kernels without, so a shared folder
@@ -16,7 +18,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import numpy as np
-    from dwstok._intrinsics import byte_masks_intrinsic, code_at, code_masks_intrinsic, load8, set_code, utf8_codes
+    from dwstok._intrinsics import byte_masks_intrinsic, code_at, code_masks_intrinsic, load8, rows, set_code, utf8_codes
     from dwstok._jit import njit
 
     masks = byte_masks_intrinsic([[(0x61, 26)]])
@@ -40,12 +42,16 @@ SCRIPT = textwrap.dedent(
         set_code(dst, k, j, 7)
         return code_at(dst, k, j)
 
+    @njit
+    def k_rows(a, ncols):
+        return rows(a, ncols).shape[0]
+
     def outcome(f, *args):
         try:
             f(*args)
             return "ok"
-        except IndexError:
-            return "IndexError"
+        except (IndexError, ValueError) as e:
+            return type(e).__name__
 
     buf = np.frombuffer(b"abcdefghij" * 7, np.uint8)  # 70 bytes
     dst = np.zeros(20, np.int64)  # 160 bytes
@@ -54,6 +60,7 @@ SCRIPT = textwrap.dedent(
         outcome(k_masks, buf, 6), outcome(k_masks, buf, 7),
         outcome(k_codes, buf, 4, dst, 4), outcome(k_codes, buf, 5, dst, 4), outcome(k_codes, buf, 4, dst, 5),
         outcome(k_code_at, dst, 16, 15), outcome(k_code_at, dst, 16, 16),
+        outcome(k_rows, dst, 4), outcome(k_rows, dst, 3), outcome(k_rows, dst, 0),
     )
     """
 )
@@ -68,5 +75,7 @@ def test_raw_loads_and_stores_past_their_array_raise_under_bounds_checks(tmp_pat
     assert r.returncode == 0, r.stderr
     # load8: 62 + 8 = 70 fits, 63 does not, -1 never; 64-byte masks from 6 fit, from 7
     # not; utf8_codes reads 66 bytes (4 + 66 = 70) and writes 128 (words 4..19 of 20);
-    # uint16 15 from word 16 is its last (16 * 8 + 16 * 2 = 160), 16 is past it
-    assert r.stdout.split() == ["ok", "IndexError", "IndexError", "ok", "IndexError", "ok", "IndexError", "IndexError", "ok", "IndexError"]
+    # uint16 15 from word 16 is its last (16 * 8 + 16 * 2 = 160), 16 is past it; rows:
+    # 20 words in rows of 4, of 3 (20 = 6 * 3 + 2), of 0
+    assert r.stdout.split() == ["ok", "IndexError", "IndexError", "ok", "IndexError", "ok", "IndexError", "IndexError", "ok", "IndexError",
+                                "ok", "ValueError", "ValueError"]
