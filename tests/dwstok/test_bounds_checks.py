@@ -66,7 +66,7 @@ SCRIPT = textwrap.dedent(
 )
 
 
-def test_raw_loads_and_stores_past_their_array_raise_under_bounds_checks(tmp_path):
+def test_raw_access_past_an_array_and_rows_of_a_bad_width_raise_under_bounds_checks(tmp_path):
     env = dict(os.environ, NUMBA_BOUNDSCHECK="1", NUMBA_CACHE_DIR=str(tmp_path / "numba"), DWSTOK_COMPILE="foreground")
     env.pop("NUMBA_DISABLE_JIT", None)
     script = tmp_path / "kernels.py"  # (a file: Numba caches no kernel defined in ``-c``)
