@@ -43,3 +43,23 @@ def tiktoken_cache(tmp_path_factory, reftok) -> Path:
         shutil.copy(f, d / f.name)
     os.environ["TIKTOKEN_CACHE_DIR"] = str(d)
     return d
+
+
+@pytest.fixture
+def sigint_reaches_children():
+    """Children started in the test get SIGINT as a terminal's Ctrl-C does.
+
+    A job started in the background by a non-interactive shell (``cmd &``, ``nohup``)
+    starts with SIGINT ignored, and its children inherit that: Python then installs no
+    KeyboardInterrupt handler, and a test that sends SIGINT sees the child run on. While
+    this test runs, SIGINT is handled here, and a handled signal is reset to its default
+    in a child at exec.
+    """
+    import signal
+
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, before)

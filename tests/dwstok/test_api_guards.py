@@ -61,7 +61,7 @@ except KeyboardInterrupt:
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_learn_merges_is_a_keyboard_interrupt():
+def test_ctrl_c_during_learn_merges_is_a_keyboard_interrupt(sigint_reaches_children):
     """Python API: Ctrl-C mid-kernel is a KeyboardInterrupt at once (was a SystemError,
     or nothing until the kernel finished)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

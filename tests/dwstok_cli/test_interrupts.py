@@ -204,7 +204,7 @@ def _start_pretokenize(tmp_path, config) -> Run:
         (signal.SIGINT, True, 130, "Error: interrupted; finished work is kept: re-run to resume"),
     ],
 )
-def test_signal_mid_pretokenize_is_one_line_and_stops_workers(tmp_path, config, sig, group, code, line):
+def test_signal_mid_pretokenize_is_one_line_and_stops_workers(tmp_path, config, sig, group, code, line, sigint_reaches_children):
     run = _start_pretokenize(tmp_path, config)
     workers = run.workers()
     run.signal_frozen(sig, group)
@@ -233,7 +233,7 @@ def test_workers_die_with_a_killed_parent(tmp_path, config):
 
 
 @pytest.mark.slow
-def test_ctrl_c_during_train(tmp_path):
+def test_ctrl_c_during_train(tmp_path, sigint_reaches_children):
     """Ctrl-C (to the process group, as a terminal sends it) while the merge kernel
     runs: exit 130 with one line (it was a segfault, exit -11)."""
     cfg = tmp_path / "big.yaml"
