@@ -73,6 +73,7 @@ def main() -> None:
     ordinary exit, which waits for it.
     """
     quiet_idle_threads()
+    fewer_collections()
     try:
         cli()
         code = 0
@@ -99,6 +100,22 @@ def quiet_idle_threads() -> None:
 
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+
+
+def fewer_collections() -> None:
+    """Run Python's cyclic collector about a hundred times less often in this process.
+
+    At the default threshold (a collection every 700 new objects), the imports of Numba
+    and Arrow set off some 300 collections, each walking the objects made so far: 70-90
+    ms of a `dwstok build` of 20 MB, all of it holding the GIL before the first stage
+    starts (bench/results/session52-20261207.md). The runner freezes what the imports
+    made before each stage (``gc.freeze``), so later walks skip it; this spares the
+    walks before. Garbage that is not a cycle is freed at once all the same; cycles wait
+    for 100,000 new objects (a few MB at most).
+    """
+    import gc
+
+    gc.set_threshold(100_000, 50, 100)
 
 
 def leave(code) -> None:

@@ -39,9 +39,11 @@ own_kernels("stages.")
 # its bytes start in the arena, (length << 32) | language, and its count. A slot of the
 # table holds (31 bits of the hash << 32) | entry, or -1.
 _HEAD, _START, _LEN_LANG, _COUNT = range(4)
+_ENTRY_WORDS = 4
 _EMPTY = np.int64(-1)
 _LANG_MIX = np.uint64(0xD6E8FEB86659FD93)
-_AHEAD = 8  # pieces whose slots are asked for before they are read
+_AHEAD = 16  # pieces whose slots are asked for before they are read
+_PEEK = 8  # pieces whose entries are asked for before they are read (slots in by then)
 
 
 @njit
@@ -65,10 +67,13 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
     used = state[1]
     room = min(table.size // 2, entries.shape[0])
     n = offs.size - 1
+    flat = entries.reshape(entries.size)  # (for prefetch, which takes a flat index)
     ahead = np.empty(_AHEAD, np.uint64)  # the hashes of pieces i .. i + _AHEAD - 1, by k % _AHEAD
     for k in range(i, min(i + _AHEAD, n)):
         ahead[k % _AHEAD] = _key_hash(data, offs[ix(k)], offs[ix(k + 1)], np.int64(lang[ix(k)]))
         prefetch(table, ahead[k % _AHEAD] & mask)
+    for k in range(i, min(i + _PEEK, n)):
+        _peek(table, flat, ahead[k % _AHEAD] & mask)
     while i < n:
         s = offs[ix(i)]
         e = offs[ix(i + 1)]
@@ -81,6 +86,8 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
             k = i + _AHEAD
             ahead[k % _AHEAD] = _key_hash(data, offs[ix(k)], offs[ix(k + 1)], np.int64(lang[ix(k)]))
             prefetch(table, ahead[k % _AHEAD] & mask)
+        if i + _PEEK < n:
+            _peek(table, flat, ahead[(i + _PEEK) % _AHEAD] & mask)
         head = np.int64(_pack8(data, s, e))
         tag = np.int64(h >> np.uint64(33)) << 32
         len_lang = (length << 32) | g
@@ -109,6 +116,16 @@ def _count_pieces(data, offs, lang, i, table, entries, arena, state):
     state[0] = n_e
     state[1] = used
     return i
+
+
+@njit
+def _peek(table, flat, slot):
+    """Ask for the entry that the piece's first slot points to, if any. Its slot was asked
+    for ``_AHEAD - _PEEK`` pieces before, so it is read from the cache; the entry (a few
+    MB of them, read at random) was the wait that the slot's prefetch left."""
+    v = table[ix(slot)]
+    if v != _EMPTY:
+        prefetch(flat, _ENTRY_WORDS * (v & np.int64(0xFFFFFFFF)))
 
 
 @njit
