@@ -271,16 +271,31 @@ def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
 
 
 def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
-    """``work(k, d0, d1)`` of every range k, in order: on the calling thread if there is
-    one range, else on the process's pool of ``threads``."""
-    if len(edges) == 2:
-        yield work(0, 0, edges[1])
+    """``work(k, d0, d1)`` of every range k, in order (once all are done): one range on
+    the calling thread; more on the calling thread and the process's pool of
+    ``threads - 1``.
+
+    The calling thread takes range 0 at once, then in order every range that no pool
+    thread has started yet, so it never waits while a range is left to start. When it
+    only waited for a pool of ``threads``, a batch paid two thread wake-ups before its
+    first range began and after its last ended, and a range handed to a thread that woke
+    late left a CPU idle meanwhile: a quarter of the time of a 2-thread batch of 200 KB
+    (bench/results/session52-20261207.md).
+    """
+    n = len(edges) - 1
+    if n == 1:
+        yield work(0, edges[0], edges[1])
         return
-    pending = [_thread_pool(threads).submit(work, k, d0, d1) for k, (d0, d1) in enumerate(zip(edges[:-1], edges[1:]))]
+    pool = _thread_pool(threads - 1)
+    pending = [pool.submit(work, k, edges[k], edges[k + 1]) for k in range(1, n)]
     try:
-        for f in pending:
-            yield f.result()
-    finally:  # the caller stopped early or a range failed: drop what has not started
+        ours = {0: work(0, edges[0], edges[1])}
+        for k, f in enumerate(pending, 1):
+            if f.cancel():  # no pool thread has started it: this thread runs it
+                ours[k] = work(k, edges[k], edges[k + 1])
+        for k in range(n):
+            yield ours[k] if k in ours else pending[k - 1].result()
+    finally:  # a range failed or the caller stopped early: drop what has not started
         for f in pending:
             f.cancel()
 

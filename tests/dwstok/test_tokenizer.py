@@ -659,14 +659,39 @@ def test_a_small_batch_runs_on_the_calling_thread_and_a_large_one_on_the_pool(to
     big = [t * 40 for t in small]  # 8 documents, about 300 KB
     want = [tok.encode(t) for t in big]
     assert tok.encode_batch(big, num_threads=2) == want
-    assert set(pooled) == {2}  # its ranges went to the pool of 2 threads
+    assert set(pooled) == {1}  # its ranges went to this thread and a pool of 1
     pooled.clear()
     ids, doc = tok.encode_utf8_batch(*_utf8_batch(big), num_threads=2)
     assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
-    assert set(pooled) == {2}
+    assert set(pooled) == {1}
     pooled.clear()
     assert tok.encode_batch(big[:4], num_threads=2) == want[:4]  # few texts, but 99k characters: threads
-    assert set(pooled) == {2}
+    assert set(pooled) == {1}
+
+
+def test_the_calling_thread_runs_the_ranges_that_no_pool_thread_has_started(tok, monkeypatch):
+    # The pool's one thread is busy elsewhere: the batch still finishes, every range
+    # encoded by the calling thread, in order, and nothing waits for the pool.
+    import threading
+
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_SPLIT_MIN", 1)
+    monkeypatch.setattr(T, "_RANGE_BYTES", 1)  # as many ranges as the call may cut
+    texts = ["Hello world, 2026! Grüße, 你好. " * (50 + i) for i in range(9)]
+    want = [tok.encode(t) for t in texts]
+    gate = threading.Event()
+    busy = T._thread_pool(1).submit(gate.wait, 60)
+    try:
+        ids, doc = tok.encode_utf8_batch(*_utf8_batch(texts), num_threads=2)
+        assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
+        assert tok.encode_batch(texts, num_threads=2) == want
+        assert not busy.done()
+    finally:
+        gate.set()
+    assert busy.result() is True
+    # and with the pool free again, ranges go to both
+    assert tok.encode_batch(texts, num_threads=2) == want
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
