@@ -277,10 +277,11 @@ def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
 
     The calling thread takes range 0 at once, then in order every range that no pool
     thread has started yet, so it never waits while a range is left to start. When it
-    only waited for a pool of ``threads``, a batch paid two thread wake-ups before its
-    first range began and after its last ended, and a range handed to a thread that woke
-    late left a CPU idle meanwhile: a quarter of the time of a 2-thread batch of 200 KB
-    (bench/results/session52-20261207.md).
+    only waited for a pool of ``threads``, every batch paid two thread wake-ups before
+    its first range began and after its last ended, and a range handed to a thread that
+    woke late left a CPU idle (bench/results/session52-20261207.md). A range that fails
+    raises once the ranges before it are done, so the first failing range is the one
+    reported, as when the pool ran them all.
     """
     n = len(edges) - 1
     if n == 1:
@@ -289,12 +290,22 @@ def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
     pool = _thread_pool(threads - 1)
     pending = [pool.submit(work, k, edges[k], edges[k + 1]) for k in range(1, n)]
     try:
-        ours = {0: work(0, edges[0], edges[1])}
-        for k, f in enumerate(pending, 1):
-            if f.cancel():  # no pool thread has started it: this thread runs it
-                ours[k] = work(k, edges[k], edges[k + 1])
+        ours: dict[int, Any] = {}
+        failed: Exception | None = None
         for k in range(n):
-            yield ours[k] if k in ours else pending[k - 1].result()
+            if k == 0 or pending[k - 1].cancel():  # no pool thread has started it: this thread runs it
+                try:
+                    ours[k] = work(k, edges[k], edges[k + 1])
+                except Exception as e:  # noqa: BLE001 - raised below, in its turn
+                    failed = e
+                    break
+        for k in range(n):
+            if k in ours:
+                yield ours[k]
+            elif k and not pending[k - 1].cancelled():
+                yield pending[k - 1].result()
+            else:  # the range this thread failed on (those after it were not run)
+                raise failed
     finally:  # a range failed or the caller stopped early: drop what has not started
         for f in pending:
             f.cancel()

@@ -103,15 +103,14 @@ def quiet_idle_threads() -> None:
 
 
 def fewer_collections() -> None:
-    """Run Python's cyclic collector about a hundred times less often in this process.
+    """Run Python's cyclic collector every 100,000 new objects, not every 700.
 
-    At the default threshold (a collection every 700 new objects), the imports of Numba
-    and Arrow set off some 300 collections, each walking the objects made so far: 70-90
-    ms of a `dwstok build` of 20 MB, all of it holding the GIL before the first stage
-    starts (bench/results/session52-20261207.md). The runner freezes what the imports
-    made before each stage (``gc.freeze``), so later walks skip it; this spares the
-    walks before. Garbage that is not a cycle is freed at once all the same; cycles wait
-    for 100,000 new objects (a few MB at most).
+    At the default, the imports of Numba and Arrow set off hundreds of collections, each
+    walking every object made so far, on the main thread, before the first stage starts
+    (what they cost: bench/results/session52-20261207.md). The runner freezes what the
+    imports made before each stage (``gc.freeze``), so later walks skip it; this spares
+    the walks before. Garbage that is not a cycle is freed at once all the same; cycles
+    wait for 100,000 new objects.
     """
     import gc
 

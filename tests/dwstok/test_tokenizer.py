@@ -690,8 +690,31 @@ def test_the_calling_thread_runs_the_ranges_that_no_pool_thread_has_started(tok,
     finally:
         gate.set()
     assert busy.result() is True
-    # and with the pool free again, ranges go to both
-    assert tok.encode_batch(texts, num_threads=2) == want
+    assert tok.encode_batch(texts, num_threads=2) == want  # the pool free again: the same ids
+
+
+@pytest.mark.parametrize("pool_busy", [True, False])
+def test_a_batch_reports_its_first_failing_range_whoever_ran_it(tok, monkeypatch, pool_busy):
+    # Two documents with a lone surrogate, in the second range and in a later one: the
+    # error names the first, whether this thread or the pool encoded the ranges.
+    import threading
+
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_SPLIT_MIN", 1)
+    monkeypatch.setattr(T, "_RANGE_BYTES", 1)
+    texts = ["Hello world, 2026! " * 40 for _ in range(8)]
+    texts[1] = "ab\ud800" + texts[1]
+    texts[6] = "abcde\udc00" + texts[6]
+    gate = threading.Event()
+    busy = T._thread_pool(1).submit(gate.wait, 60) if pool_busy else None
+    try:
+        for _ in range(5):
+            with pytest.raises(ValueError, match="at position 2"):
+                tok.encode_batch(texts, num_threads=2)
+    finally:
+        gate.set()
+    assert busy is None or busy.result() is True
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
