@@ -6,6 +6,7 @@ Both implement ``stages.executors.Progress``; the stages never know which is use
 from __future__ import annotations
 
 import sys
+import threading
 import time
 
 
@@ -48,6 +49,9 @@ class PlainProgress(_base()):
         self.min_interval = min_interval
         self.timestamps = timestamps
         self.label = ""
+        # Shard threads report while the main thread starts and finishes stages: a report
+        # is printed whole, and none after its stage has finished.
+        self._lock = threading.Lock()
 
     def start(self, label, *, total_bytes=None, total_items=None):
         self.label, self.total_bytes, self.total_items = label, total_bytes, total_items
@@ -58,6 +62,11 @@ class PlainProgress(_base()):
         self._line(f"{label}: starting ({what}{size})")
 
     def advance(self, *, bytes=0, docs=0, items=0):
+        with self._lock:
+            if self.label:  # (not once finished: a late report would follow the run's last line)
+                self._advance(bytes, docs, items)
+
+    def _advance(self, bytes, docs, items):
         self.bytes += bytes
         self.docs += docs
         self.items += items
@@ -73,10 +82,11 @@ class PlainProgress(_base()):
         self._line(f"{self.label}: " + ", ".join(parts))
 
     def finish(self, ok=True):
-        if self.label:
-            outcome = "done in" if ok else "stopped after"
-            self._line(f"{self.label}: {outcome} {time.perf_counter() - self.t0:.1f}s")
-            self.label = ""
+        with self._lock:
+            if self.label:
+                outcome = "done in" if ok else "stopped after"
+                self._line(f"{self.label}: {outcome} {time.perf_counter() - self.t0:.1f}s")
+                self.label = ""
 
     def note(self, message):
         self._line(message)
@@ -131,10 +141,11 @@ class RichProgress(_base()):
         self.task = self.bar.add_task(label, total=total_bytes, docs=0, items=0, total_items=total_items or "?")
 
     def advance(self, *, bytes=0, docs=0, items=0):
-        if self.bar is None:
+        bar = self.bar  # (once: finish, on another thread, may set it to None meanwhile)
+        if bar is None:
             return
-        t = self.bar.tasks[0]
-        self.bar.update(self.task, advance=bytes, docs=t.fields["docs"] + docs, items=t.fields["items"] + items)
+        t = bar.tasks[0]
+        bar.update(self.task, advance=bytes, docs=t.fields["docs"] + docs, items=t.fields["items"] + items)
 
     def finish(self, ok=True):
         if self.bar is not None:

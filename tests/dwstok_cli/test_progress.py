@@ -24,6 +24,22 @@ def test_plain_lines_are_complete_and_flushed():
     assert lines[4] == "count: up to date (w/count)"
 
 
+def test_plain_prints_nothing_for_a_report_after_the_stage_finished():
+    # A shard thread still running when a run stops (SIGTERM, Ctrl-C) reports once more
+    # after the stage's last line and the error line: that report is dropped.
+    s = io.StringIO()
+    p = PlainProgress(s, timestamps=False)
+    p.start("pretokenize", total_bytes=2_000_000, total_items=2)
+    p.advance(bytes=1_000_000, docs=10, items=0)
+    p.finish(ok=False)
+    p.note("Error: terminated (SIGTERM); finished work is kept: re-run to resume")
+    p.advance(bytes=1_000_000, docs=5, items=0)
+    lines = s.getvalue().splitlines()
+    assert lines[-2].startswith("pretokenize: stopped after ")
+    assert lines[-1] == "Error: terminated (SIGTERM); finished work is kept: re-run to resume"
+    assert len(lines) == 4
+
+
 def test_plain_lines_carry_utc_timestamps():
     import re
     import time
