@@ -271,9 +271,9 @@ def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
 
 
 def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
-    """``work(k, d0, d1)`` of every range k, in order (once all are done): one range on
-    the calling thread; more on the calling thread and the process's pool of
-    ``threads - 1``.
+    """``work(k, d0, d1)`` of every range k, in order, from the time the calling thread has
+    run its own: one range on the calling thread; more on the calling thread and the
+    process's pool of ``threads - 1``.
 
     The calling thread takes range 0 at once, then in order every range that no pool
     thread has started yet, so it never waits while a range is left to start. When it
