@@ -39,7 +39,7 @@ own_kernels("stages.")
 # its bytes start in the arena, (length << 32) | language, and its count. A slot of the
 # table holds (31 bits of the hash << 32) | entry, or -1.
 _HEAD, _START, _LEN_LANG, _COUNT = range(4)
-_ENTRY_WORDS = 4
+_ENTRY_WORDS = 4  # the words of an entry, above
 _EMPTY = np.int64(-1)
 _LANG_MIX = np.uint64(0xD6E8FEB86659FD93)
 _AHEAD = 16  # pieces whose slots are asked for before they are read
@@ -149,7 +149,7 @@ class PieceCounts:
     def __init__(self, slots: int = 1 << 18):
         # room for half as many distinct pieces as slots; the table grows as it needs
         self.slots = np.full(slots, -1, np.int64)
-        self.entries = np.empty((slots // 2, 4), np.int64)
+        self.entries = np.empty((slots // 2, _ENTRY_WORDS), np.int64)
         self.arena = np.empty(slots * 8, np.uint8)
         self.state = np.zeros(2, np.int64)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
@@ -669,27 +670,36 @@ def test_a_small_batch_runs_on_the_calling_thread_and_a_large_one_on_the_pool(to
     assert set(pooled) == {1}
 
 
-def test_the_calling_thread_runs_the_ranges_that_no_pool_thread_has_started(tok, monkeypatch):
-    # The pool's one thread is busy elsewhere: the batch still finishes, every range
-    # encoded by the calling thread, in order, and nothing waits for the pool.
+@contextlib.contextmanager
+def _ranges_on_two_threads(monkeypatch, pool_busy: bool = True):
+    """Batches cut into as many ranges as they may be, on 2 threads; with ``pool_busy``,
+    the pool's one thread held on an event until the block ends. Yields that task (None
+    when the pool is free)."""
     import threading
 
     import dwstok.tokenizer as T
 
     monkeypatch.setattr(T, "_SPLIT_MIN", 1)
-    monkeypatch.setattr(T, "_RANGE_BYTES", 1)  # as many ranges as the call may cut
+    monkeypatch.setattr(T, "_RANGE_BYTES", 1)
+    gate = threading.Event()
+    busy = T._thread_pool(1).submit(gate.wait, 60) if pool_busy else None
+    try:
+        yield busy
+    finally:
+        gate.set()
+    assert busy is None or busy.result() is True
+
+
+def test_the_calling_thread_runs_the_ranges_that_no_pool_thread_has_started(tok, monkeypatch):
+    # The pool's one thread is busy elsewhere: the batch still finishes, every range
+    # encoded by the calling thread, in order, and nothing waits for the pool.
     texts = ["Hello world, 2026! Grüße, 你好. " * (50 + i) for i in range(9)]
     want = [tok.encode(t) for t in texts]
-    gate = threading.Event()
-    busy = T._thread_pool(1).submit(gate.wait, 60)
-    try:
+    with _ranges_on_two_threads(monkeypatch) as busy:
         ids, doc = tok.encode_utf8_batch(*_utf8_batch(texts), num_threads=2)
         assert [ids[a:b].tolist() for a, b in zip(doc[:-1], doc[1:])] == want
         assert tok.encode_batch(texts, num_threads=2) == want
         assert not busy.done()
-    finally:
-        gate.set()
-    assert busy.result() is True
     assert tok.encode_batch(texts, num_threads=2) == want  # the pool free again: the same ids
 
 
@@ -697,24 +707,13 @@ def test_the_calling_thread_runs_the_ranges_that_no_pool_thread_has_started(tok,
 def test_a_batch_reports_its_first_failing_range_whoever_ran_it(tok, monkeypatch, pool_busy):
     # Two documents with a lone surrogate, in the second range and in a later one: the
     # error names the first, whether this thread or the pool encoded the ranges.
-    import threading
-
-    import dwstok.tokenizer as T
-
-    monkeypatch.setattr(T, "_SPLIT_MIN", 1)
-    monkeypatch.setattr(T, "_RANGE_BYTES", 1)
     texts = ["Hello world, 2026! " * 40 for _ in range(8)]
     texts[1] = "ab\ud800" + texts[1]
     texts[6] = "abcde\udc00" + texts[6]
-    gate = threading.Event()
-    busy = T._thread_pool(1).submit(gate.wait, 60) if pool_busy else None
-    try:
+    with _ranges_on_two_threads(monkeypatch, pool_busy):
         for _ in range(5):
             with pytest.raises(ValueError, match="at position 2"):
                 tok.encode_batch(texts, num_threads=2)
-    finally:
-        gate.set()
-    assert busy is None or busy.result() is True
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
