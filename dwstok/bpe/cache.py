@@ -12,7 +12,9 @@ import threading
 
 import numpy as np
 
+from .._intrinsics import flat as _flat
 from .._intrinsics import ix as _ix
+from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import rows as _rows
 from .._jit import njit, njit_inline
 from ..hashing import _avalanche, _pack8, _same_words
@@ -138,6 +140,9 @@ def _mark_growth(CP):
         CP[CACHE_GROW] = 0
 
 
+_COPY_AHEAD = 16  # entries whose new slot is asked for before the first of them is placed
+
+
 @njit
 def _copy_cache(CP, NP):
     """Put the entries of the smaller cache ``CP`` in ``NP`` (as _cache_put), which must
@@ -147,6 +152,9 @@ def _copy_cache(CP, NP):
     four words; its hash comes from them (the packed heads, then the tail in ``keys``),
     as :func:`_hash_bytes` makes it from the bytes. Growing is the one slow call in a
     run of short ones, and rebuilding each piece's bytes to hash them had doubled it.
+    The new slots are scattered over megabytes: each is asked for ``_COPY_AHEAD``
+    entries before it is probed, so that the waits on memory overlap instead of coming
+    one an entry. Entries are placed in the same order as before, so the layout is too.
 
     :func:`new_cache` calls it too (``CP`` then has no slots), so the first cache a
     process makes also loads it: loading a kernel from Numba's cache takes milliseconds
@@ -159,28 +167,52 @@ def _copy_cache(CP, NP):
     nstate[1] = state[1]
     nstate[2] = state[2]
     cmask = nslots.shape[0] - 1
+    nflat = _flat(nslots)
+    ring = np.empty((_COPY_AHEAD, 2), np.int64)  # (old slot, its home slot in NP), in order
+    got = 0
     for k in range(slots.shape[0]):
         meta = slots[k, 2]
         if meta < 0 or meta & 0xFFFFFFFF == PENDING:
             continue
-        m = meta >> 32
-        k0 = slots[k, 3] >> 32
-        h = np.uint64(slots[k, 0]) ^ (np.uint64(m) << np.uint64(56))
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        if m > 8:
-            h ^= np.uint64(slots[k, 1])
-            h *= np.uint64(0xFF51AFD7ED558CCD)
-        for j in range(16, m, 8):
-            h ^= _pack8(keys, k0 + j - 16, k0 + m - 16)
-            h *= np.uint64(0xFF51AFD7ED558CCD)
-        i = np.int64(_avalanche(h) & np.uint64(cmask))
-        while nslots[i, 2] >= 0:
-            i = (i + 1) & cmask
-        nslots[i, 0] = slots[k, 0]
-        nslots[i, 1] = slots[k, 1]
-        nslots[i, 2] = meta
-        nslots[i, 3] = slots[k, 3]
-        nstate[0] += 1
+        i = np.int64(_slot_hash(slots, keys, k) & np.uint64(cmask))
+        _prefetch(nflat, i * 4)
+        r = got % _COPY_AHEAD
+        if got >= _COPY_AHEAD:
+            _place(slots, nslots, ring[r, 0], ring[r, 1], cmask)
+        ring[r, 0] = k
+        ring[r, 1] = i
+        got += 1
+    for g in range(max(0, got - _COPY_AHEAD), got):
+        r = g % _COPY_AHEAD
+        _place(slots, nslots, ring[r, 0], ring[r, 1], cmask)
+    nstate[0] += got
+
+
+@njit_inline
+def _slot_hash(slots, keys, k):
+    """The hash of the piece in slot ``k`` (as _hash_bytes makes it from its bytes)."""
+    m = slots[k, 2] >> 32
+    h = np.uint64(slots[k, 0]) ^ (np.uint64(m) << np.uint64(56))
+    h *= np.uint64(0x9E3779B97F4A7C15)
+    if m > 8:
+        h ^= np.uint64(slots[k, 1])
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+    k0 = slots[k, 3] >> 32
+    for j in range(16, m, 8):
+        h ^= _pack8(keys, k0 + j - 16, k0 + m - 16)
+        h *= np.uint64(0xFF51AFD7ED558CCD)
+    return _avalanche(h)
+
+
+@njit_inline
+def _place(slots, nslots, k, i, cmask):
+    """Slot ``k`` of ``slots`` into the first free slot of ``nslots`` from ``i`` on."""
+    while nslots[i, 2] >= 0:
+        i = (i + 1) & cmask
+    nslots[i, 0] = slots[k, 0]
+    nslots[i, 1] = slots[k, 1]
+    nslots[i, 2] = slots[k, 2]
+    nslots[i, 3] = slots[k, 3]
 
 
 def grown_cache(cache: np.ndarray, nbytes: int | None = None, into: NextCache | None = None) -> np.ndarray:
