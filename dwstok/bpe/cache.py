@@ -153,8 +153,9 @@ def _copy_cache(CP, NP):
     as :func:`_hash_bytes` makes it from the bytes. Growing is the one slow call in a
     run of short ones, and rebuilding each piece's bytes to hash them had doubled it.
     The new slots are scattered over megabytes: each is asked for ``_COPY_AHEAD``
-    entries before it is probed, so that the waits on memory overlap instead of coming
-    one an entry. Entries are placed in the same order as before, so the layout is too.
+    entries before it is probed, so that the waits on memory overlap instead of
+    following one another. Entries are placed in slot order all the same, so the new
+    cache's layout does not depend on how far ahead that is.
 
     :func:`new_cache` calls it too (``CP`` then has no slots), so the first cache a
     process makes also loads it: loading a kernel from Numba's cache takes milliseconds
