@@ -347,20 +347,22 @@ lock = k._paths()[1]
 lock.parent.mkdir(parents=True, exist_ok=True)
 holder = subprocess.Popen([sys.executable, "-c",
     "import time\\nfrom filelock import FileLock\\nfrom dwstok import kernel_cache as k\\n"
+    "k._mark_text()\\n"  # its imports (Numba's) before the clock starts, not in the second
     f"with FileLock({str(lock)!r}):\\n    print('held', flush=True)\\n    time.sleep(1)\\n"
-    "    k.mark_learner_ready()\\n    time.sleep(2)\\n"],
+    "    k.mark_learner_ready()\\n    time.sleep(3)\\n"],
     stdout=subprocess.PIPE, text=True)
 assert holder.stdout.readline().strip() == "held"
 t0 = time.monotonic()
 k.wait_for_learner()
-print(round(time.monotonic() - t0), k.state())  # after the learner, before the whole compile
+# it waited for the learner (a second), and came back while the compile still held the lock
+print(time.monotonic() - t0 >= 0.9, k.state())
 holder.wait()
 """
 
 
 def test_the_train_stage_waits_for_the_learner_alone(tmp_path):
     out = _state_after_full(LEARNER_WAIT, tmp_path)
-    assert out.stdout.splitlines() == ["cold", "1 compiling"]
+    assert out.stdout.splitlines() == ["cold", "True compiling"]
     assert out.stderr.count("waiting for the merge learner's kernel") == 1
 
 
@@ -382,13 +384,13 @@ import threading
 threading.Thread(target=kill).start()
 t0 = time.monotonic()
 k.wait_for_learner()  # the compile dies without the learner: this process compiles it
-print(round(time.monotonic() - t0), k.state())
+print(time.monotonic() - t0 >= 0.9, k.state())  # it waited until the compile died
 """
 
 
 def test_a_learner_wait_ends_when_the_background_compile_dies(tmp_path):
     out = _state_after_full(LEARNER_GONE, tmp_path)
-    assert out.stdout.splitlines() == ["1 cold"]
+    assert out.stdout.splitlines() == ["True cold"]
 
 
 def test_foreground_mode_never_waits_for_the_learner(tmp_path):
