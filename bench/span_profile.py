@@ -59,7 +59,7 @@ def _kernel():
             t0 = cycles()
             SP._make_room(slots, vals, state, keys, b1 - b0)
             ns, nl, n1 = SP._list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
-            SP._settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
+            SP._settle_small(buf, bounds, b0, B.bidx, n1, T.small_ids, B.res, B.hslot)
             t1 = cycles()
             SP._hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
             SP._hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)

@@ -6,8 +6,8 @@ memory: the tables are far bigger than the CPU's caches, so each lookup is a wai
 memory, and waits that do not depend on one another can overlap. Pieces go in blocks of
 ``PF_BLOCK``, each block in steps:
 
-1. list the pieces by kind (a byte, up to 8 bytes, more) without a branch, settle the
-   bytes, then hash the others and prefetch their slot in the cache's front table, each
+1. list the pieces by kind (one or two bytes, up to 8, more) without a branch, settle
+   those of one or two bytes from a table, then hash the others and prefetch their slot in the cache's front table, each
    kind in a loop of its own (mixed text mispredicts a branch on the kind);
    1b. a piece of up to FRONT_MAX bytes found in the front table is settled, ids and
    all; for the rest the ``whole`` (or ``longs``) slot is prefetched;
@@ -101,9 +101,9 @@ class _Block(NamedTuple):
     res2: np.ndarray  # with res -2: where its parts start in bids
     res3: np.ndarray  # with res -2: its first parts, or -1 - q: its one merge
     hslot: np.ndarray  # the cache slot step 2b found it in (-1: none)
-    sidx: np.ndarray  # step 1 lists the pieces of 2-8 bytes,
+    sidx: np.ndarray  # step 1 lists the pieces of 3-8 bytes,
     lidx: np.ndarray  # those over 8,
-    bidx: np.ndarray  # and those of one byte
+    bidx: np.ndarray  # and those of one or two
     misses: np.ndarray  # pieces of at most SIDE_MAX bytes that are no token
     bids: np.ndarray  # the parts of the pieces merged side by side; -1 where a merge took one away
     # merge q (a piece, or a segment of one): parts at bids[boff[q]:], pair ranks at brk[boff[q]:]
@@ -207,9 +207,9 @@ def _encode_span(buf, bounds, k0, k1, T, C, S, out, n, w):
     for b0 in range(k0, k1, nblk):
         b1 = min(b0 + nblk, k1)
         _make_room(slots, vals, state, keys, b1 - b0)
-        # 1. list by kind, settle the bytes, hash and prefetch
+        # 1. list by kind, settle pieces of one or two bytes, hash and prefetch
         ns, nl, n1 = _list_by_kind(bounds, b0, b1, B.sidx, B.lidx, B.bidx)
-        _settle_bytes(buf, bounds, b0, B.bidx, n1, T.byte_ids, B.res, B.hslot)
+        _settle_small(buf, bounds, b0, B.bidx, n1, T.small_ids, B.res, B.hslot)
         _hash_short(buf, bounds, b0, B.sidx, ns, B.heads, B.hq, front)
         _hash_long(buf, bounds, b0, B.lidx, nl, B.heads, B.hq, front)
         # 1b. pieces seen before, from the front table; the rest go on
@@ -247,8 +247,8 @@ def _make_room(slots, vals, state, keys, npieces):
 
 @njit_inline
 def _list_by_kind(bounds, b0, b1, sidx, lidx, bidx):
-    """List the pieces b0..b1 by kind, without a branch: ``(ns, nl, n1)`` pieces of 2-8
-    bytes in ``sidx``, of more in ``lidx``, of one (or none) in ``bidx``."""
+    """List the pieces b0..b1 by kind, without a branch: ``(ns, nl, n1)`` pieces of 3-8
+    bytes in ``sidx``, of more in ``lidx``, of one or two (or none) in ``bidx``."""
     ns = 0
     nl = 0
     n1 = 0
@@ -257,20 +257,24 @@ def _list_by_kind(bounds, b0, b1, sidx, lidx, bidx):
         sidx[_ix(ns)] = k - b0
         lidx[_ix(nl)] = k - b0
         bidx[_ix(n1)] = k - b0
-        ns += (m >= 2) & (m <= 8)
+        ns += (m >= 3) & (m <= 8)
         nl += m > 8
-        n1 += m <= 1
+        n1 += m <= 2
     return ns, nl, n1
 
 
 @njit_inline
-def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
-    """A piece of one byte is its id (an empty piece, which no scanner makes: none)."""
+def _settle_small(buf, bounds, b0, bidx, n1, small_ids, res, hslot):
+    """A piece of one or two bytes is settled from ``small_ids`` (an empty piece, which
+    no scanner makes: none)."""
     for a in range(n1):
         j = bidx[_ix(a)]
         s = bounds[_ix(b0 + j)]
-        if bounds[_ix(b0 + j + 1)] > s:
-            res[_ix(j)] = _pack_ids(byte_ids[buf[_ix(s)]], -1, -1)
+        m = bounds[_ix(b0 + j + 1)] - s
+        if m > 0:
+            b1 = np.int64(buf[_ix(s)])
+            b2 = np.int64(buf[_ix(s + m - 1)])  # (b1 again for one byte)
+            res[_ix(j)] = small_ids[_ix(b1 + (m - 1) * (256 + 255 * b1 + b2))]  # b1, or 256 + b1 * 256 + b2
         else:
             res[_ix(j)] = -1
             hslot[_ix(j)] = -1
@@ -278,7 +282,7 @@ def _settle_bytes(buf, bounds, b0, bidx, n1, byte_ids, res, hslot):
 
 @njit_inline
 def _hash_short(buf, bounds, b0, sidx, ns, heads, hq, front):
-    """Hash the pieces of 2-8 bytes (as _hash_bytes: the packed head says it all), keep
+    """Hash the pieces of 3-8 bytes (as _hash_bytes: the packed head says it all), keep
     their packed heads, and prefetch their front slot."""
     fflat = _flat(front)
     fmask = front.shape[0] - 1
@@ -341,9 +345,9 @@ def _pack_ids(id0, id1, id2):
 def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, long_filter, B, short):
     """Pieces ``idx[:count]`` found in the front table are settled; return how many are
     not, now first in ``idx`` (in order), their slot in ``table`` (``whole`` for the
-    list of pieces of 2-8 bytes, ``longs`` for the longer ones) prefetched, unless
+    list of pieces of 3-8 bytes, ``longs`` for the longer ones) prefetched, unless
     ``long_filter`` rules the piece out. ``short`` (a constant where it is called): the
-    pieces have 2-8 bytes, no bytes 8-15 to compare.
+    pieces have 3-8 bytes, no bytes 8-15 to compare.
 
     Settled here, ids and all, not by a reference to the slot: a piece put in the front
     later in the block may take the same slot. Called once a list, as the lists are
@@ -372,7 +376,7 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, long_fil
 
 @njit_inline
 def _classify_short(bounds, b0, sidx, ns, whole, slots, front, B, nmiss):
-    """Pieces of 2-8 bytes: a token from ``whole`` (put in the front), else a miss
+    """Pieces of 3-8 bytes: a token from ``whole`` (put in the front), else a miss
     (cache slot prefetched)."""
     hq, heads, nexts, res, hslot, misses = B.hq, B.heads, B.nexts, B.res, B.hslot, B.misses
     cflat = _flat(slots)

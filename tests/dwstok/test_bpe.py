@@ -608,6 +608,23 @@ def test_front_slot_packs_three_ids():
     assert not front[[0, 1, 2, 5, 6, 7]].any()
 
 
+def _unpacked(r: int) -> list[int]:
+    return [x for x in (r & span.FRONT_ID, (r >> 21) & span.FRONT_ID, r >> 42) if x != span.FRONT_ID]
+
+
+@pytest.mark.parametrize("rule", ["ranks", "merges"])
+def test_small_ids_hold_the_ids_of_every_piece_of_one_or_two_bytes(rule):
+    # The span driver settles a piece of one or two bytes from this table alone, with no
+    # lookup, so it must be what the piece encodes to, for all 65,792 of them.
+    t, ref = _tables_and_reference(rule, 5)
+    assert t.small_ids.shape == (256 + 65536,)
+    got = [_unpacked(int(r)) for r in t.small_ids]
+    assert got[:256] == [ref(bytes([b])) for b in range(256)]
+    want = [ref(bytes([a, b])) for a in range(256) for b in range(256)]
+    assert got[256:] == want
+    assert sum(len(w) == 1 for w in want) >= 3  # some pairs of b"ab c" merge, the rest do not
+
+
 def test_largest_ids_pack_and_more_are_refused():
     # A settled piece's ids are packed 21 bits each (span._pack_ids), as the front table
     # keeps them, with FRONT_ID for none. The largest vocabulary the tables take has ids

@@ -78,6 +78,19 @@ def test_specials(pair):
     assert ours.encode(text, allowed_special="all") == theirs.encode(text, allowed_special="all")
 
 
+def test_every_piece_of_one_or_two_bytes(pair):
+    # The encoder settles such pieces from a table (BpeTables.small_ids), with no lookup
+    # and no merge: all 65,792 of them must be tiktoken's ids (its BPE of one piece, no
+    # pattern: a byte alone is no valid text).
+    from dwstok.bpe import span
+
+    _, ours, theirs = pair
+    table = ours._kernels()[1].small_ids
+    got = [[x for x in (r & span.FRONT_ID, (r >> 21) & span.FRONT_ID, r >> 42) if x != span.FRONT_ID] for r in table.tolist()]
+    pieces = [bytes([b]) for b in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
+    assert got == [theirs._encode_single_piece(p) for p in pieces]
+
+
 def test_long_runs(pair):
     _, ours, theirs = pair
     runs = [" " * 3000 + "x", "a" * 3000, "7" * 3001, "語" * 1500, "\n" * 2000 + " a", "ab" * 1500, "─═" * 700]
