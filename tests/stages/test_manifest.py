@@ -1,4 +1,6 @@
 import json
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -55,7 +57,11 @@ def test_shard_markers(tmp_path):
     (tmp_path / "part-00003.arrow").write_bytes(b"dat")
     assert mf.shard_done(tmp_path, 3, "k") is None
     mf.write_bytes(tmp_path / "part-00007.arrow", b"x")
-    (tmp_path / ".part-00001.arrow.tmp-99").write_bytes(b"x")
+    # a temporary file of a writer that is gone: a process that has exited, not a fixed
+    # pid (pid 99 was alive at times, a kernel thread, and its file was rightly kept)
+    gone = subprocess.Popen([sys.executable, "-c", ""])
+    gone.wait()
+    (tmp_path / f".part-00001.arrow.tmp-{gone.pid}").write_bytes(b"x")
     mf.remove_stale_parts(tmp_path, keep=5)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["part-00003.arrow", "part-00003.json"]
 
