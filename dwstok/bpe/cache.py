@@ -42,6 +42,10 @@ GROW_NOW = 2  # a quarter full (3/8 for the last step), or it had to start afres
 # The word that says from how many entries on a kernel may flag ``GROW_SOON`` again: the
 # pool moves it on each time it has handled the flag (see _mark_growth).
 CACHE_SOON_AT = 6
+# Where a cache grows (``GROW_NOW``) and where ``GROW_SOON`` begins, in sixteenths of its
+# slots; the step into the biggest cache has its own (see _mark_growth).
+_GROW_MARKS = (4, 1)
+_LAST_GROW_MARKS = (6, 4)
 
 
 @njit_inline
@@ -108,6 +112,11 @@ def _cache_views(P):
     return slots, vals, P[1:5], keys, front
 
 
+def _grow_marks(size: int) -> tuple[int, int]:
+    """``(now, soon)`` of a cache of ``size`` slots, in sixteenths, as _mark_growth has them."""
+    return _LAST_GROW_MARKS if 2 * size == CACHE_SLOTS else _GROW_MARKS
+
+
 def cache_capacity(cache: np.ndarray) -> int:
     """Bytes of text a packed cache was sized for (its slots times 8)."""
     return (cache.size - _CACHE_HEAD) // (7 + _FRONT) * 8
@@ -129,7 +138,7 @@ def _mark_growth(CP):
     code: short texts whose pieces fill a cache to between a sixteenth and a quarter
     stay there, and each call paid it (bench/results/session31-20261205.md)."""
     size = CP[0]
-    now, soon = (6, 4) if 2 * size == CACHE_SLOTS else (4, 1)  # sixteenths of the slots
+    now, soon = _LAST_GROW_MARKS if 2 * size == CACHE_SLOTS else _GROW_MARKS
     if size >= CACHE_SLOTS:
         CP[CACHE_GROW] = 0
     elif 16 * CP[1] > now * size or CP[CACHE_RESETS] > 0:
@@ -265,10 +274,13 @@ class NextCache:
         self._total = sum(end - start for start, end, _ in self._parts)
         self._cleared = 0  # of those words, how many are written (a slice at a time)
         self._watch = True  # whether its pages may be cold (see fill_words)
-        # the entries from which calls pay: a sixteenth of the slots, where GROW_SOON
-        # begins, not the count when this began, or the call that crossed the mark (a
-        # big one, at times a quarter of the way to 3/16) had paid nothing for its share
-        self._used0 = min(int(cache[1]), int(cache[0]) // 16)
+        # the entries from which calls pay: where GROW_SOON begins (a sixteenth of the
+        # slots), not the count when this began, or the call that crossed the mark (a
+        # big one, at times a quarter of the way to the goal) had paid nothing for its
+        # share; the goal is a sixteenth before the cache grows
+        now, soon = _grow_marks(int(cache[0]))
+        self._used0 = min(int(cache[1]), soon * int(cache[0]) // 16)
+        self._goal = (now - 1) * int(cache[0]) // 16
         self._thread = None
         if background:
             self._thread = threading.Thread(target=self._clear, args=(self._total,), name="dwstok-cache", daemon=True)
@@ -280,13 +292,13 @@ class NextCache:
         return self._thread is not None
 
     def advance(self, cache: np.ndarray) -> None:
-        """Clear the share of the memory due for ``cache``'s entries: all of it by the time
-        ``cache`` is 3/16 full (it grows at a quarter), so the last slices never fall
-        in the call that grows. Nothing for a background one."""
+        """Clear the share of the memory due for ``cache``'s entries: all of it a
+        sixteenth of its slots before it grows (by 3/16 of them, or 5/16 for the step into
+        the biggest cache), so the last slices never fall in the call that grows.
+        Nothing for a background one."""
         if self._thread is not None or self._cleared == self._total:
             return
-        goal = 3 * int(cache[0]) // 16
-        share = min(1.0, (int(cache[1]) - self._used0) / max(1, goal - self._used0))
+        share = min(1.0, (int(cache[1]) - self._used0) / max(1, self._goal - self._used0))
         due = int(share * self._total)
         if due - self._cleared >= _SLICE_WORDS or due == self._total:
             self._clear(due)

@@ -526,14 +526,20 @@ def test_populate_faults_in_small_pages_and_leaves_their_contents(monkeypatch):
     assert pages._can_populate is False
 
 
-def test_the_next_cache_is_cleared_for_the_entries_past_a_sixteenth():
+@pytest.mark.parametrize("slots, soon, goal", [(1 << 17, 1, 3), (bpe_cache.CACHE_SLOTS // 2, 4, 5)])
+def test_the_next_cache_is_cleared_for_the_entries_past_a_sixteenth(slots, soon, goal):
     # NextCache clears the memory of the cache a cache grows into in slices, in
-    # proportion to the entries added from a sixteenth of its slots on (where GROW_SOON
-    # begins), all of it by 3/16. The call that crossed a sixteenth pays for its entries
-    # past it too: a big call (a batch of 1 MB) had left all of it to later calls.
-    cache = bpe.new_cache(1 << 20)  # 2^17 slots
+    # proportion to the entries added from where GROW_SOON begins (a sixteenth of its
+    # slots), all of it a sixteenth before it grows (at a quarter, so by 3/16). The call
+    # that crossed the mark pays for its entries past it too: a big call (a batch of 1
+    # MB) had left all of it to later calls. The step into the biggest cache has its
+    # marks later (soon at 4/16, grows at 6/16): its first slice had cleared all of it.
+    cache = bpe.new_cache(8 * slots)
     size = int(cache[0])
-    for used, share in ((size // 16, 0.0), (size // 16 + size // 32, 0.25), (size // 8, 0.5), (3 * size // 16, 1.0)):
+    assert size == slots
+    assert bpe_cache._grow_marks(size)[1] == soon
+    begin, end = soon * size // 16, goal * size // 16
+    for used, share in ((begin, 0.0), (begin + (end - begin) // 4, 0.25), ((begin + end) // 2, 0.5), (end, 1.0)):
         cache[1] = used
         step = bpe.NextCache(cache, background=False)
         step.advance(cache)
