@@ -7,8 +7,9 @@ memory, and waits that do not depend on one another can overlap. Pieces go in bl
 ``PF_BLOCK``, each block in steps:
 
 1. list the pieces by kind (one or two bytes, up to 8, more) without a branch, settle
-   those of one or two bytes from a table, then hash the others and prefetch their slot in the cache's front table, each
-   kind in a loop of its own (mixed text mispredicts a branch on the kind);
+   those of one or two bytes from a table of their ids, then hash the others and
+   prefetch their slot in the cache's front table, each kind in a loop of its own
+   (mixed text mispredicts a branch on the kind);
    1b. a piece of up to FRONT_MAX bytes found in the front table is settled, ids and
    all; for the rest the ``whole`` (or ``longs``) slot is prefetched;
 2. classify, again a loop per kind (each list keeps block order, which the pending ids
@@ -272,9 +273,10 @@ def _settle_small(buf, bounds, b0, bidx, n1, small_ids, res, hslot):
         s = bounds[_ix(b0 + j)]
         m = bounds[_ix(b0 + j + 1)] - s
         if m > 0:
-            b1 = np.int64(buf[_ix(s)])
-            b2 = np.int64(buf[_ix(s + m - 1)])  # (b1 again for one byte)
-            res[_ix(j)] = small_ids[_ix(b1 + (m - 1) * (256 + 255 * b1 + b2))]  # b1, or 256 + b1 * 256 + b2
+            first = np.int64(buf[_ix(s)])
+            last = np.int64(buf[_ix(s + m - 1)])  # (the same byte for one)
+            # without a branch on m: first, or 256 + first * 256 + last
+            res[_ix(j)] = small_ids[_ix(first + (m - 1) * (256 + 255 * first + last))]
         else:
             res[_ix(j)] = -1
             hslot[_ix(j)] = -1
