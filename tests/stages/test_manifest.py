@@ -58,7 +58,7 @@ def test_shard_markers(tmp_path):
     assert mf.shard_done(tmp_path, 3, "k") is None
     mf.write_bytes(tmp_path / "part-00007.arrow", b"x")
     # a temporary file of a writer that is gone: a process that has exited, not a fixed
-    # pid (pid 99 was alive at times, a kernel thread, and its file was rightly kept)
+    # pid (pid 99 was alive at times, and its file was then rightly kept)
     gone = subprocess.Popen([sys.executable, "-c", ""])
     gone.wait()
     (tmp_path / f".part-00001.arrow.tmp-{gone.pid}").write_bytes(b"x")
