@@ -114,12 +114,12 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
     none = np.zeros(0, np.int64)
     t = BpeTables(tok_bytes, tok_off, byte_ids, pairs, bits, rank_new, none, whole, none, none, longs, pair_filter, none, none, none)
     t = t._replace(byte_pairs=_build_byte_pairs(t), long_filter=_long_filter(tok_bytes, tok_off, longs))
-    if atoms:
-        from ..atoms import atom_joins, atom_table  # atoms.py merges with the kernels of this package
+    if not atoms:
+        return t
+    from ..atoms import atom_joins, atom_table  # atoms.py merges with the kernels of this package
 
-        atoms, atom_pats = atom_table(t, lefts, rights, ranks)
-        t = t._replace(atoms=atoms, atom_pats=atom_pats, atom_joins=atom_joins(t, atoms))
-    return t._replace(small_ids=_build_small_ids(t))
+    atoms, atom_pats = atom_table(t, lefts, rights, ranks)
+    return t._replace(atoms=atoms, atom_pats=atom_pats, atom_joins=atom_joins(t, atoms))
 
 
 @njit
@@ -222,6 +222,14 @@ def build_tables(tokens, lefts, rights, news, *, rule: str, ranks=None, skip=())
     token's rank (``ranks``, default the id). ``skip``: ids never emitted by encoding
     (specials, gaps).
     """
+    t = _rule_tables(tokens, lefts, rights, news, rule, ranks, skip)
+    # from the finished tables, once: the rules build tables on the way (without
+    # ``whole``, or with every split) that encode otherwise
+    return t._replace(small_ids=_build_small_ids(t))
+
+
+def _rule_tables(tokens, lefts, rights, news, rule, ranks, skip) -> BpeTables:
+    """``build_tables`` but for ``small_ids``."""
     lens = np.fromiter((len(t) for t in tokens), np.int64, len(tokens))
     tok_off = np.zeros(len(tokens) + 1, np.int64)
     np.cumsum(lens, out=tok_off[1:])

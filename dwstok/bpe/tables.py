@@ -14,8 +14,7 @@
   side; two atoms side by side that are not in it never join, so a piece merges as the
   segments cut between them.
 - ``small_ids``: the ids of every piece of one or two bytes, packed, so that the span
-  driver settles such a piece (a tenth of most text, a sixth of code) by one load, with
-  no hash and no lookup.
+  driver settles such a piece by one load, with no hash and no lookup.
 - ``long_filter``: a bit filter of the tokens over ``LONG_FILTER_OVER`` bytes (4k of
   o200k's 200k), small enough to stay in L1: a longer piece that it rules out is no
   token, and is not looked up in ``longs`` (Han and kana runs are such pieces).

@@ -615,6 +615,7 @@ def test_front_slot_packs_three_ids():
 
 
 def _unpacked(r: int) -> list[int]:
+    """The ids span._pack_ids packed in ``r``."""
     return [x for x in (r & span.FRONT_ID, (r >> 21) & span.FRONT_ID, r >> 42) if x != span.FRONT_ID]
 
 

@@ -82,11 +82,10 @@ def test_every_piece_of_one_or_two_bytes(pair):
     # The encoder settles such pieces from a table (BpeTables.small_ids), with no lookup
     # and no merge: all 65,792 of them must be tiktoken's ids (its BPE of one piece, no
     # pattern: a byte alone is no valid text).
-    from dwstok.bpe import span
+    from .test_bpe import _unpacked
 
     _, ours, theirs = pair
-    table = ours._kernels()[1].small_ids
-    got = [[x for x in (r & span.FRONT_ID, (r >> 21) & span.FRONT_ID, r >> 42) if x != span.FRONT_ID] for r in table.tolist()]
+    got = [_unpacked(r) for r in ours._kernels()[1].small_ids.tolist()]
     pieces = [bytes([b]) for b in range(256)] + [bytes([a, b]) for a in range(256) for b in range(256)]
     assert got == [theirs._encode_single_piece(p) for p in pieces]
 
