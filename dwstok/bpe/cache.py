@@ -166,12 +166,15 @@ def _copy_cache(CP, NP):
     following one another. Entries are placed in slot order all the same, so the new
     cache's layout does not depend on how far ahead that is.
 
+    The front moves too (:func:`_copy_front`).
+
     :func:`new_cache` calls it too (``CP`` then has no slots), so the first cache a
     process makes also loads it: loading a kernel from Numba's cache takes milliseconds
     on its first call, which had fallen inside whatever call first grew a cache.
     """
-    slots, vals, state, keys, _ = _cache_views(CP)  # (the front is not copied: it refills)
-    nslots, nvals, nstate, nkeys, _ = _cache_views(NP)
+    slots, vals, state, keys, front = _cache_views(CP)
+    nslots, nvals, nstate, nkeys, nfront = _cache_views(NP)
+    _copy_front(front, nfront)
     nvals[: state[1]] = vals[: state[1]]
     nkeys[: state[2]] = keys[: state[2]]
     nstate[1] = state[1]
@@ -196,6 +199,35 @@ def _copy_cache(CP, NP):
         r = g % _COPY_AHEAD
         _place(slots, nslots, ring[r, 0], ring[r, 1], cmask)
     nstate[0] += got
+
+
+@njit_inline
+def _copy_front(front, nfront):
+    """The front's entries into the bigger, empty ``nfront``, each in the slot of its
+    hash there. Without them, every piece seen before missed the front once after the
+    cache grew, and took the slower lookups again (bench/results/session56-20261207.md).
+
+    Direct-mapped, the slot is the hash's low bits: two entries apart in ``front`` are
+    apart in ``nfront`` too (it has more of the same bits), so each goes straight in.
+    Its hash comes from its words as :func:`_slot_hash` makes it (a front piece has at
+    most 16 bytes: no tail in ``keys``).
+    """
+    nmask = np.uint64(nfront.shape[0] - 1)
+    for f in range(front.shape[0]):
+        meta = front[f, 2]
+        if meta == 0:
+            continue
+        m = meta >> 32
+        h = np.uint64(front[f, 0]) ^ (np.uint64(m) << np.uint64(56))
+        h *= np.uint64(0x9E3779B97F4A7C15)
+        if m > 8:
+            h ^= np.uint64(front[f, 1])
+            h *= np.uint64(0xFF51AFD7ED558CCD)
+        i = np.int64(_avalanche(h) & nmask)
+        nfront[i, 0] = front[f, 0]
+        nfront[i, 1] = front[f, 1]
+        nfront[i, 2] = meta
+        nfront[i, 3] = front[f, 3]
 
 
 @njit_inline

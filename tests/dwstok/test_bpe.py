@@ -603,6 +603,41 @@ def test_front_table_holds_only_right_ids(rule, nbytes):
     assert filled >= min(front.shape[0] // 4, 10)  # the front was in use
 
 
+def test_a_grown_cache_keeps_its_front_entries_in_the_slots_of_their_hash():
+    # Growing moves the front too (cache._copy_front): a piece seen before is still
+    # settled from one slot, not looked up the slower ways again. Each entry must be
+    # where a lookup looks for it: the slot of its hash (_hash_bytes of its bytes, as
+    # the span driver hashes a piece) in the bigger front.
+    from dwstok.hashing import _hash_bytes
+    from dwstok.scanner import get_scanner
+
+    sc = get_scanner("gpt2")
+    tokens, t = ranks_tables(43, 300, b"abcd")
+    ranks = {tok: i for i, tok in enumerate(tokens)}
+    ref = lambda p: [ranks[x] for x in tiktoken_ranks(p, ranks)]  # noqa: E731
+    rng = random.Random(5)
+    # words of one or two tokens (2-16 bytes): most have up to three ids, as the front keeps
+    words = [b"".join(rng.choice(tokens[256:]) for _ in range(rng.randint(1, 2))) for _ in range(600)]
+    buf = np.frombuffer(b" ".join(words), np.uint8)
+    b = sc.bounds(buf)
+    want = [i for s, e in zip(b[:-1], b[1:]) for i in ref(bytes(buf[s:e]))]
+    cache = bpe.new_cache(1 << 12)
+    assert bpe.encode_native(sc.kind, sc.table, buf, t, cache).tolist() == want
+    old = bpe_cache._cache_views(cache)[4].copy()
+    grown = bpe.grown_cache(cache, 1 << 16)
+    new = bpe_cache._cache_views(grown)[4]
+    assert new.shape[0] > old.shape[0]
+    entries = [row for row in old.tolist() if row[2] != 0]
+    assert len(entries) > 100 and any(row[2] >> 32 > 8 for row in entries)  # pieces of 9-16 bytes too
+    for head, nxt, meta, ids in entries:
+        m = meta >> 32
+        piece = np.frombuffer((head.to_bytes(8, "little", signed=True) + nxt.to_bytes(8, "little", signed=True))[:m], np.uint8)
+        f = int(_hash_bytes(piece, 0, m)) & (new.shape[0] - 1)
+        assert new[f].tolist() == [head, nxt, meta, ids]
+    assert int((new[:, 2] != 0).sum()) == len(entries)
+    assert bpe.encode_native(sc.kind, sc.table, buf, t, grown).tolist() == want
+
+
 def test_front_slot_packs_three_ids():
     # Ids are 21 bits each, FRONT_ID for none (tables refuse a vocabulary with more ids:
     # test_largest_ids_pack_and_more_are_refused).
