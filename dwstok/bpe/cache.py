@@ -174,7 +174,7 @@ def _copy_cache(CP, NP):
     """
     slots, vals, state, keys, front = _cache_views(CP)
     nslots, nvals, nstate, nkeys, nfront = _cache_views(NP)
-    _copy_front(front, nfront)
+    _copy_front(front, nfront, keys)
     nvals[: state[1]] = vals[: state[1]]
     nkeys[: state[2]] = keys[: state[2]]
     nstate[1] = state[1]
@@ -202,32 +202,24 @@ def _copy_cache(CP, NP):
 
 
 @njit_inline
-def _copy_front(front, nfront):
+def _copy_front(front, nfront, keys):
     """The front's entries into the bigger, empty ``nfront``, each in the slot of its
     hash there. Without them, every piece seen before missed the front once after the
     cache grew, and took the slower lookups again (bench/results/session56-20261207.md).
 
     Direct-mapped, the slot is the hash's low bits: two entries apart in ``front`` are
     apart in ``nfront`` too (it has more of the same bits), so each goes straight in.
-    Its hash comes from its words as :func:`_slot_hash` makes it (a front piece has at
-    most 16 bytes: no tail in ``keys``).
+    A front entry starts as a slot does (bytes 0-7, 8-15, length << 32 | ids), so
+    :func:`_slot_hash` hashes it; a front piece has at most 16 bytes, so it never reads
+    ``keys``.
     """
     nmask = np.uint64(nfront.shape[0] - 1)
     for f in range(front.shape[0]):
-        meta = front[f, 2]
-        if meta == 0:
+        if front[f, 2] == 0:
             continue
-        m = meta >> 32
-        h = np.uint64(front[f, 0]) ^ (np.uint64(m) << np.uint64(56))
-        h *= np.uint64(0x9E3779B97F4A7C15)
-        if m > 8:
-            h ^= np.uint64(front[f, 1])
-            h *= np.uint64(0xFF51AFD7ED558CCD)
-        i = np.int64(_avalanche(h) & nmask)
-        nfront[i, 0] = front[f, 0]
-        nfront[i, 1] = front[f, 1]
-        nfront[i, 2] = meta
-        nfront[i, 3] = front[f, 3]
+        i = np.int64(_slot_hash(front, keys, f) & nmask)
+        for c in range(4):
+            nfront[i, c] = front[f, c]
 
 
 @njit_inline
