@@ -15,8 +15,7 @@ from .._jit import njit
 from ..hashing import _hash_bytes, _hash_pair, _pack8
 from ..limits import MAX_IDS
 from .merge import HEAP_SCRATCH, _merge_any, _scratch
-from .span import _pack_ids
-from .tables import LONG_FILTER_OVER, NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pair_rank, _whole_lookup
+from .tables import LONG_FILTER_OVER, NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pack_ids, _pair_rank, _whole_lookup
 
 
 @njit

@@ -39,17 +39,15 @@ from .._intrinsics import prefetch as _prefetch
 from .._intrinsics import flat as _flat
 from .._intrinsics import ix as _ix
 from .._jit import njit_inline, njit_no_nrt
-from ..limits import MAX_IDS
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
 from .merge import SMALL, _merge_any
 from .parts import CUT, _first_parts
 from .side_by_side import _merge_side_by_side
-from .tables import LONG_FILTER_OVER, _filter_word, _may_hold, _whole_lookup
+from .tables import FRONT_ID, LONG_FILTER_OVER, _filter_word, _may_hold, _pack_ids, _whole_lookup
 
 SIDE_MAX = 96  # pieces up to this many bytes merge side by side (CJK runs are 20-100 bytes)
 FRONT_MAX = 16  # pieces up to this many bytes go in the cache's front table
-FRONT_ID = MAX_IDS  # ids are packed 21 bits each, all ones for none (no id reaches it: limits.py)
 PF_BLOCK = 512  # pieces looked up (and short ones merged) together
 SEGMENTS = 4  # merges a block has room for, a piece; a piece cut in more than fit merges whole
 
@@ -332,15 +330,6 @@ def _front_put(front, h, hd, nd, m, id0, id1, id2):
     front[_ix(f), 1] = nd
     front[_ix(f), 2] = (np.int64(m) << 32) | (1 + (id1 >= 0) + (id2 >= 0))
     front[_ix(f), 3] = _pack_ids(id0, id1, id2)
-
-
-@njit_inline
-def _pack_ids(id0, id1, id2):
-    """Up to three ids (``id1``, ``id2``: -1 if it has fewer) in one word, 21 bits each,
-    FRONT_ID for none: as a front slot keeps them, and as ``res`` holds a settled piece
-    (one store and one load a piece instead of three). Ids are below FRONT_ID, as
-    ``build._tables`` makes sure (``limits.MAX_IDS``)."""
-    return np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
 
 
 @njit_inline

@@ -32,9 +32,11 @@ from .._intrinsics import ix as _ix
 from .._intrinsics import rows as _rows
 from .._jit import njit, njit_inline
 from ..hashing import _hash_pair, _pack8, _same_words
+from ..limits import MAX_IDS
 from .pages import huge_page_array
 
 NO_RANK = np.int64(1 << 40)
+FRONT_ID = MAX_IDS  # ids are packed 21 bits each, all ones for none (no id reaches it: limits.py)
 LONG_FILTER_OVER = 16  # tokens of more bytes than this are in ``long_filter``
 
 
@@ -55,7 +57,7 @@ class BpeTables(NamedTuple):
     pair_filter: np.ndarray  # int64 [2^k]: two bits set a pair in pairs, see _may_merge
     atom_joins: np.ndarray  # int64 [2^k]: the same kind of filter of atom pairs some token holds, see atoms.py
     long_filter: np.ndarray  # int64 [2^k]: the same kind of filter of the tokens over LONG_FILTER_OVER bytes, by hash
-    small_ids: np.ndarray  # int64 [256 + 65536]: the ids of every piece of one byte (at b) or two (at 256 + b1 * 256 + b2), packed as span._pack_ids
+    small_ids: np.ndarray  # int64 [256 + 65536]: the ids of every piece of one byte (at b) or two (at 256 + b1 * 256 + b2), packed as _pack_ids
 
 
 # Field order of a packed model (see pack_tables): the arrays, then pair_bits.
@@ -208,6 +210,22 @@ def _filtered_rank(pairs, pair_filter, key, h, shift, pmask):
 def _new_id(T, rank):
     """The id a merge of ``rank`` makes."""
     return np.int32(rank) if T.rank_new.size == 0 else T.rank_new[_ix(rank)]
+
+
+# ---------------------------------------------------------------------------- packed ids
+
+
+@njit_inline
+def _pack_ids(id0, id1, id2):
+    """Up to three ids (``id1``, ``id2``: -1 if it has fewer) in one word, 21 bits each,
+    FRONT_ID for none: as ``small_ids`` and the cache's front table keep them, and as
+    the span driver holds a settled piece (one store and one load a piece instead of
+    three). Ids are below FRONT_ID, as ``build._tables`` makes sure (``limits.MAX_IDS``).
+
+    >>> hex(int(_pack_ids.py_func(5, 6, -1)))
+    '0x7ffffc0000c00005'
+    """
+    return np.int64(id0) | ((np.int64(id1) & FRONT_ID) << 21) | ((np.int64(id2) & FRONT_ID) << 42)
 
 
 # ---------------------------------------------------------------------------- whole tokens

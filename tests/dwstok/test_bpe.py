@@ -650,7 +650,7 @@ def test_front_slot_packs_three_ids():
 
 
 def _unpacked(r: int) -> list[int]:
-    """The ids span._pack_ids packed in ``r``."""
+    """The ids tables._pack_ids packed in ``r``."""
     return [x for x in (r & span.FRONT_ID, (r >> 21) & span.FRONT_ID, r >> 42) if x != span.FRONT_ID]
 
 
@@ -668,7 +668,7 @@ def test_small_ids_hold_the_ids_of_every_piece_of_one_or_two_bytes(rule):
 
 
 def test_largest_ids_pack_and_more_are_refused():
-    # A settled piece's ids are packed 21 bits each (span._pack_ids), as the front table
+    # A settled piece's ids are packed 21 bits each (tables._pack_ids), as the front table
     # keeps them, with FRONT_ID for none. The largest vocabulary the tables take has ids
     # up to FRONT_ID - 1, which must come out right whether a byte, a token found whole
     # (short or long), or one of a cached piece's ids; one id more is refused.
