@@ -61,14 +61,25 @@ def _encode_docs(data, bounds, doc_bidx, d0, d1, P, out, out_doc):
 
 
 @njit_inline
-def _work(nbytes):
-    """``(bounds, S, W)`` for a text of ``nbytes`` bytes: room for its piece bounds, the
-    merge scratch (``_scratch``) and the span driver's work words (``span_work``), as
-    views of one array: one allocation a call, not three (on a short text each cost
-    about as much as scanning it)."""
+def _work_words(nbytes):
+    """int64 words of the work array for a text of ``nbytes`` bytes (:func:`_work_views`)."""
+    return nbytes + 1 + scratch_words(nbytes) + block_words(min(PF_BLOCK, max(nbytes, 1)))
+
+
+@njit_inline
+def _work_views(w, nbytes):
+    """``(bounds, S, W)`` for a text of ``nbytes`` bytes, as views of ``w``
+    (``_work_words(nbytes)`` words): room for its piece bounds, the merge scratch
+    (``_scratch``) and the span driver's work words (``span_work``). One allocation a
+    call, not three (on a short text each cost about as much as scanning it)."""
     sw = scratch_words(nbytes)
-    w = np.empty(nbytes + 1 + sw + block_words(min(PF_BLOCK, max(nbytes, 1))), np.int64)
     return w[: nbytes + 1], _scratch_in(w[nbytes + 1 : nbytes + 1 + sw], nbytes), w[nbytes + 1 + sw :]
+
+
+@njit_inline
+def _work(nbytes):
+    """:func:`_work_views` of a new array."""
+    return _work_views(np.empty(_work_words(nbytes), np.int64), nbytes)
 
 
 @njit
@@ -89,9 +100,9 @@ def _encode_fused_o200k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _work(buf.size)
-    nb = _scan_o200k(buf, np.int64(0), buf.size, table, bounds, kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    w = np.empty(_work_words(buf.size), np.int64)
+    nb = _scan_o200k(buf, np.int64(0), buf.size, table, w[: buf.size + 1], kind == KIND_O200K_RDIGITS)  # as scan_range: one compile
+    return _encode_scanned(buf, w, nb, P, CP, out)
 
 
 @njit
@@ -100,9 +111,9 @@ def _encode_fused_cl100k(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _work(buf.size)
-    nb = _scan_cl100k(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    w = np.empty(_work_words(buf.size), np.int64)
+    nb = _scan_cl100k(buf, np.int64(0), buf.size, table, w[: buf.size + 1])
+    return _encode_scanned(buf, w, nb, P, CP, out)
 
 
 @njit
@@ -111,21 +122,25 @@ def _encode_fused_gpt2(kind, table, text, P, CP, out):
     buf = as_u8(text)
     if out.size < buf.size:
         raise ValueError("out has room for fewer ids than the text has bytes")
-    bounds, S, W = _work(buf.size)
-    nb = _scan_gpt2(buf, np.int64(0), buf.size, table, bounds)
-    return _encode_scanned(buf, bounds, nb, P, CP, S, W, out)
+    w = np.empty(_work_words(buf.size), np.int64)
+    nb = _scan_gpt2(buf, np.int64(0), buf.size, table, w[: buf.size + 1])
+    return _encode_scanned(buf, w, nb, P, CP, out)
 
 
 @njit_no_nrt
-def _encode_scanned(buf, bounds, nb, P, CP, S, W, out):
-    """The fused kernels' encoding of the ``nb`` pieces they scanned into ``bounds``.
+def _encode_scanned(buf, w, nb, P, CP, out):
+    """The fused kernels' encoding of the ``nb`` pieces they scanned into the work array
+    ``w`` (:func:`_work_views`; the kernels above allocate it, as this cannot).
 
-    Without Numba's runtime, like ``_encode_span``: the views of the tables and the cache
-    that a call makes cost no reference counts (the kernels above allocate ``S`` and
-    ``W``, as this cannot).
+    Without Numba's runtime, like ``_encode_span``: the views of the tables, the cache
+    and the work array that a call makes cost no reference counts. Handed over as views
+    (the bounds, the merge scratch and the span driver's words: ten arrays), each had
+    been counted up and down on every call, which cost a short text more than encoding
+    it (bench/results/session57-20261207.md).
     """
     T = _unpack_tables(P)
     C = _cache_views(CP)
+    bounds, S, W = _work_views(w, buf.size)
     if nb > FEW_PIECES:
         n = _encode_span(buf, bounds, np.int64(0), nb, T, C, S, out, np.int64(0), W)
     else:
