@@ -41,7 +41,7 @@ from .._intrinsics import ix as _ix
 from .._jit import njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
-from .merge import SMALL, _merge_any
+from .merge import SMALL, _merge_any, _merge_fits
 from .parts import CUT, _first_parts
 from .side_by_side import _merge_side_by_side
 from .tables import FRONT_ID, LONG_FILTER_OVER, _filter_word, _may_hold, _pack_ids, _whole_lookup
@@ -361,7 +361,10 @@ def _front_lookup(buf, bounds, b0, idx, count, heads, hq, front, table, long_fil
         idx[_ix(nmiss)] = j
         nmiss += 1
         if short or m <= LONG_FILTER_OVER or _may_hold(long_filter, h):
-            _prefetch(tflat, np.int64(h & np.uint64(tmask)) * table.shape[1])
+            row = np.int64(h & np.uint64(tmask)) * table.shape[1]
+            _prefetch(tflat, row)
+            if not short:  # a row of ``longs`` (24 bytes) may straddle two lines: its last word too
+                _prefetch(tflat, row + 2)
     return nmiss
 
 
@@ -638,7 +641,10 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
                 else:
                     fill = hit  # its first copy found no room for its ids
             if not done:
-                n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
+                if m <= H[0].size:
+                    n = _merge_fits(buf, s, e, T, ids, rk, H, out, np.int64(n))
+                else:  # a piece longer than the heap arrays: its own, allocated
+                    n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
         cnt = n - n0
         if m <= FRONT_MAX and cnt <= 3:
             id1 = np.int64(out[_ix(n0 + 1)]) if cnt >= 2 else -1

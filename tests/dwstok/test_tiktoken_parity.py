@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 import regex
 
 from dwstok import Tokenizer
+from dwstok.bpe.merge import HEAP_SCRATCH
 
 _ASSIGNED = regex.compile(r"\p{Assigned}")
 
@@ -93,6 +94,8 @@ def test_every_piece_of_one_or_two_bytes(pair):
 def test_long_runs(pair):
     _, ours, theirs = pair
     runs = [" " * 3000 + "x", "a" * 3000, "7" * 3001, "語" * 1500, "\n" * 2000 + " a", "ab" * 1500, "─═" * 700]
+    # merged alone in the preallocated heap arrays (up to HEAP_SCRATCH bytes), or past them
+    runs += [" " + "é" * 2047 + "a", "a" * HEAP_SCRATCH, "a" * (HEAP_SCRATCH + 1), "ก" * (HEAP_SCRATCH // 3 + 1)]
     for text in runs + ["┌" + "─" * k + "┐" for k in (63, 64, 65, 500, 2917)]:
         assert ours.encode(text) == theirs.encode_ordinary(text)
 
