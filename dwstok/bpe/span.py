@@ -83,7 +83,10 @@ def _encode_pieces(buf, bounds, k0, k1, T, C, S, out, n):
             if m >= 0:
                 n = m
                 continue
-        m = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))  # int64: never a literal 0, a compile of its own
+        if e - s <= H[0].size:  # int64 n: never a literal 0, a compile of its own
+            m = _merge_fits(buf, s, e, T, ids, rk, H, out, np.int64(n))
+        else:
+            m = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
         if cacheable:
             _cache_put(C, buf, s, e, h, out, n, m)
         n = m

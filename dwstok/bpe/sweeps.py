@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from .._intrinsics import ix as _ix
-from .._jit import njit
+from .._jit import njit_no_nrt
 from .quadratic import QUAD_PARTS
 from .tables import NO_RANK, _new_id, _pair_rank
 
 SWEEP_PARTS = 64  # from this many parts, _merge first tries a few sweeps
 
 
-@njit
+@njit_no_nrt
 def _merge_sweeps(T, ids, rk, m, max_rank):
     """Merge the ``m`` parts in ``ids`` (pair ranks in ``rk``) a rank at a time, for at
     most 8 passes' worth over them; return how many parts are left, for the heap.
