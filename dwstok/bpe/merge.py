@@ -123,7 +123,8 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
     """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
     that the span driver, one-by-one pieces (``_encode_pieces``) and ``_self_encodes``
     share (loaded from Numba's cache by the kernels compiled after the first), where an
-    inlined copy was compiled again inside each of them.
+    inlined copy was compiled again inside each of them. They call it for a piece longer
+    than their heap arrays (it allocates its own), and ``_merge_fits`` for the rest.
 
     Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
     constant NO_RANK the whole encoder ran markedly slower (bench/encode_ab.py).
