@@ -14,7 +14,7 @@ from .._intrinsics import readonly
 from .._jit import njit
 from ..hashing import _hash_bytes, _hash_pair, _pack8
 from ..limits import MAX_IDS
-from .merge import HEAP_SCRATCH, _merge_any, _merge_fits, _scratch
+from .merge import HEAP_SCRATCH, _merge_alone, _scratch
 from .tables import LONG_FILTER_OVER, NO_RANK, BpeTables, _filter_add, _lookup_in, _lookup_long, _lookup_short, _new_id, _pack_ids, _pair_rank, _whole_lookup
 
 
@@ -355,9 +355,6 @@ def _self_encodes(T, ids):
     for j in range(ids.size):
         t = ids[j]
         a, b = T.tok_off[t], T.tok_off[t + 1]
-        if b - a <= HEAP_SCRATCH:  # (as the span driver: without reference counting)
-            n = _merge_fits(buf, a, b, T, sids, srk, sheap, out, np.int64(0))
-        else:
-            n = _merge_any(buf, a, b, T, sids, srk, sheap, out, np.int64(0))
+        n = _merge_alone(buf, a, b, T, sids, srk, sheap, out, np.int64(0))
         ok[j] = n == 1 and out[0] == t
     return ok

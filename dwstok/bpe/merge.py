@@ -123,8 +123,8 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
     """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
     that the span driver, one-by-one pieces (``_encode_pieces``) and ``_self_encodes``
     share (loaded from Numba's cache by the kernels compiled after the first), where an
-    inlined copy was compiled again inside each of them. They call it for a piece longer
-    than their heap arrays (it allocates its own), and ``_merge_fits`` for the rest.
+    inlined copy was compiled again inside each of them. ``_merge_alone`` calls it only
+    for a piece longer than their heap arrays (it allocates its own), ``_merge_fits`` else.
 
     Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
     constant NO_RANK the whole encoder ran markedly slower (bench/encode_ab.py).
@@ -139,6 +139,16 @@ def _merge_fits(buf, s, e, T, ids, rk, H, out, n):
     and ``_merge_any``'s views and tuples of views took and dropped a reference each
     (``NRT_incref``/``NRT_decref`` were 2.5% of a first pass in ``perf``)."""
     return _merge_in(buf, s, e, T, ids, rk, H, out, n, NO_RANK)
+
+
+@njit_inline
+def _merge_alone(buf, s, e, T, ids, rk, H, out, n):
+    """Merge buf[s:e] into out[n:] with every merge allowed; return the new n: by
+    ``_merge_fits`` if it fits the heap arrays ``H``, else by ``_merge_any``, which
+    allocates its own. What the span driver, one-by-one pieces and ``_self_encodes`` call."""
+    if e - s <= H[0].size:
+        return _merge_fits(buf, s, e, T, ids, rk, H, out, n)
+    return _merge_any(buf, s, e, T, ids, rk, H, out, n)
 
 
 @njit

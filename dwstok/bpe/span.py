@@ -41,7 +41,7 @@ from .._intrinsics import ix as _ix
 from .._jit import njit_inline, njit_no_nrt
 from .cache import CACHE_MAX, PENDING, _cache_get, _cache_put
 from ..hashing import _avalanche, _hash_bytes, _hash_from_head, _hash_pair, _pack8, _same_words
-from .merge import SMALL, _merge_any, _merge_fits
+from .merge import SMALL, _merge_alone
 from .parts import CUT, _first_parts
 from .side_by_side import _merge_side_by_side
 from .tables import FRONT_ID, LONG_FILTER_OVER, _filter_word, _may_hold, _pack_ids, _whole_lookup
@@ -83,10 +83,7 @@ def _encode_pieces(buf, bounds, k0, k1, T, C, S, out, n):
             if m >= 0:
                 n = m
                 continue
-        if e - s <= H[0].size:  # int64 n: never a literal 0, a compile of its own
-            m = _merge_fits(buf, s, e, T, ids, rk, H, out, np.int64(n))
-        else:
-            m = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
+        m = _merge_alone(buf, s, e, T, ids, rk, H, out, np.int64(n))  # int64: never a literal 0, a compile of its own
         if cacheable:
             _cache_put(C, buf, s, e, h, out, n, m)
         n = m
@@ -644,10 +641,7 @@ def _write_out(buf, bounds, b0, b1, T, S, slots, vals, state, keys, front, B, ou
                 else:
                     fill = hit  # its first copy found no room for its ids
             if not done:
-                if m <= H[0].size:
-                    n = _merge_fits(buf, s, e, T, ids, rk, H, out, np.int64(n))
-                else:  # a piece longer than the heap arrays: its own, allocated
-                    n = _merge_any(buf, s, e, T, ids, rk, H, out, np.int64(n))
+                n = _merge_alone(buf, s, e, T, ids, rk, H, out, np.int64(n))
         cnt = n - n0
         if m <= FRONT_MAX and cnt <= 3:
             id1 = np.int64(out[_ix(n0 + 1)]) if cnt >= 2 else -1
