@@ -58,7 +58,7 @@ def _merge_heap(T, H, m, out, n, max_rank):
     # the pair that starts at part i, when popped instead of being removed (no pair
     # lookup to find them stale).
     # Without Numba's runtime: with it, unpacking H and each pair lookup's arrays of T
-    # took and dropped references, 2-4% of a first pass over Thai.
+    # took and dropped references (bench/results/session58-20261207.md).
     ids, nxt, prv, heap, rk = H
     size = 0
     for i in range(m):

@@ -135,9 +135,9 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
 @njit_no_nrt
 def _merge_fits(buf, s, e, T, ids, rk, H, out, n):
     """``_merge_any`` for a piece that fits the heap arrays (``e - s <= H[0].size``),
-    without Numba's runtime: the span driver calls it for each piece it merges alone,
-    and ``_merge_any``'s views and tuples of views took and dropped a reference each
-    (``NRT_incref``/``NRT_decref`` were 2.5% of a first pass in ``perf``)."""
+    without Numba's runtime: for each piece the span driver merges alone,
+    ``_merge_any``'s views and tuples of views had taken and dropped a reference each
+    (bench/results/session58-20261207.md)."""
     return _merge_in(buf, s, e, T, ids, rk, H, out, n, NO_RANK)
 
 
