@@ -120,24 +120,26 @@ def _merged(T, ids, rk, H, m, out, n, max_rank):
 
 @njit
 def _merge_any(buf, s, e, T, ids, rk, H, out, n):
-    """``_merge`` with every merge allowed, as a call of its own: the one compiled copy
-    that the span driver, one-by-one pieces (``_encode_pieces``) and ``_self_encodes``
-    share (loaded from Numba's cache by the kernels compiled after the first), where an
-    inlined copy was compiled again inside each of them. ``_merge_alone`` calls it only
-    for a piece longer than their heap arrays (it allocates its own), ``_merge_fits`` else.
-
-    Not ``_merge`` itself as the call: with ``max_rank`` an argument instead of the
-    constant NO_RANK the whole encoder ran markedly slower (bench/encode_ab.py).
+    """``_merge_fits`` for a piece of any length: one longer than the heap arrays ``H``
+    gets arrays of its own, the one allocation a merge may need, which a kernel without
+    Numba's runtime cannot make. The merging itself is compiled once, in
+    ``_merge_fits``, which also compiles faster without the runtime
+    (bench/results/session58-20261207.md).
     """
-    return _merge(buf, s, e, T, (ids, rk, H), out, n, NO_RANK)
+    if e - s > H[0].size:
+        H = (np.empty(e - s, np.int32), np.empty(e - s, np.int64), np.empty(e - s, np.int64), np.empty(3 * (e - s), np.int64), np.empty(e - s, np.int64))
+    return _merge_fits(buf, s, e, T, ids, rk, H, out, n)
 
 
 @njit_no_nrt
 def _merge_fits(buf, s, e, T, ids, rk, H, out, n):
-    """``_merge_any`` for a piece that fits the heap arrays (``e - s <= H[0].size``),
-    without Numba's runtime: for each piece the span driver merges alone,
-    ``_merge_any``'s views and tuples of views had taken and dropped a reference each
-    (bench/results/session58-20261207.md)."""
+    """Merge buf[s:e] into out[n:] with every merge allowed, in the heap arrays ``H``,
+    which must hold it (``e - s <= H[0].size``); return the new n. The one compiled copy
+    of the merge that the span driver, one-by-one pieces (``_encode_pieces``) and
+    ``_self_encodes`` share, through ``_merge_alone``.
+
+    Without Numba's runtime: the views and tuples of views a merge makes took and
+    dropped a reference each (bench/results/session58-20261207.md)."""
     return _merge_in(buf, s, e, T, ids, rk, H, out, n, NO_RANK)
 
 
