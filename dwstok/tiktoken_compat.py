@@ -14,6 +14,7 @@ plugin that dwstok installs makes ``tiktoken.get_encoding("dwslmtok-32.3")`` wor
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 import os
@@ -103,11 +104,12 @@ def rank_lines(path: Path, data: bytes) -> dict[bytes, int]:
 
     ranks: dict[bytes, int] = {}
     n = lines = 0
+    a2b = binascii.a2b_base64  # what b64decode(validate=True) calls, without its Python wrapper a line
     try:
         for n, line in enumerate(data.splitlines(), 1):
             if line:
                 token, rank = line.split()
-                ranks[base64.b64decode(token, validate=True)] = int(rank)
+                ranks[a2b(token, strict_mode=True)] = int(rank)
                 lines += 1
     except ValueError:
         raise ModelFileError(f"{path}:{n} is not a tiktoken rank line (base64 token, space, rank)") from None
