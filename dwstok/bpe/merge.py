@@ -45,11 +45,18 @@ def _scratch(nbytes=HEAP_SCRATCH):
 
 
 @njit_inline
+def _heap_arrays(nb):
+    """The heap arrays of ``_scratch_in`` (ids, next, previous, heap, ranks) for a piece of
+    ``nb`` bytes, as arrays of their own: for a piece longer than the preallocated ones."""
+    return (np.empty(nb, np.int32), np.empty(nb, np.int64), np.empty(nb, np.int64), np.empty(3 * nb, np.int64), np.empty(nb, np.int64))
+
+
+@njit_inline
 def _merge(buf, s, e, T, S, out, n, max_rank):
     """Merge the bytes buf[s:e] into out[n:], return the new n. Pairs of rank >= max_rank never merge."""
     H = S[2]
     if e - s > H[0].size:
-        H = (np.empty(e - s, np.int32), np.empty(e - s, np.int64), np.empty(e - s, np.int64), np.empty(3 * (e - s), np.int64), np.empty(e - s, np.int64))
+        H = _heap_arrays(e - s)
     return _merge_in(buf, s, e, T, S[0], S[1], H, out, n, max_rank)
 
 
@@ -127,7 +134,7 @@ def _merge_any(buf, s, e, T, ids, rk, H, out, n):
     (bench/results/session58-20261207.md).
     """
     if e - s > H[0].size:
-        H = (np.empty(e - s, np.int32), np.empty(e - s, np.int64), np.empty(e - s, np.int64), np.empty(3 * (e - s), np.int64), np.empty(e - s, np.int64))
+        H = _heap_arrays(e - s)
     return _merge_fits(buf, s, e, T, ids, rk, H, out, n)
 
 
