@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import re
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -48,7 +49,7 @@ _NEVER = 1 << 62  # as a cache's CACHE_SOON_AT: no more GROW_SOON
 # the rest are still encoding.
 _RANGES_PER_THREAD = 4
 _RANGE_BYTES = 1 << 16
-# A batch of less text than this (bytes; characters for encode_batch) runs on the calling
+# A batch of less text than this (bytes; for encode_batch, as _text_size counts them) runs on the calling
 # thread, in one range, whatever the threads asked for: on two threads it took longer
 # up to about 64 KB (bench/results/session27-learner-first-20261204.md).
 _SPLIT_MIN = 1 << 16
@@ -78,19 +79,41 @@ def _utf8(text: str, offset: int = 0) -> bytes:
         ) from None
 
 
-def _chars(texts: Sequence[str]) -> int:
-    """Characters in all the texts; an item with no length counts as too many (the batch
-    path then names what it is)."""
-    try:
-        return sum(map(len, texts))
-    except TypeError:
-        return 1 << 62
+_STR_HEAD = sys.getsizeof("")  # a str's bytes besides its characters (a little more if not ASCII)
 
 
-def _utf8_docs(texts: Iterable[str]) -> tuple[np.ndarray, np.ndarray]:
+def _text_size(texts: Sequence[str]) -> int:
+    """About the UTF-8 bytes of the texts, without encoding them: the bytes their
+    characters take in memory (CPython keeps 1, 2 or 4 a character, UTF-8 takes 1-3 for
+    most scripts). Characters had counted a Gurmukhi batch of 131 KB as 44K, too little
+    to split over threads. Any other item has a size too: the batch path names it later.
+
+    >>> _text_size(["abc"]), _text_size(["ਪੰਜਾਬੀ"]) >= 2 * len("ਪੰਜਾਬੀ")
+    (3, True)
+    """
+    return sum(map(sys.getsizeof, texts)) - _STR_HEAD * len(texts)
+
+
+def _utf8_docs(texts: Iterable[str], first: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """``(data, offsets)``: the texts as UTF-8 in one buffer, document i at
-    ``data[offsets[i]:offsets[i + 1]]`` (as merge_learner.pieces_to_arrays lays out bytes)."""
-    bufs = [_utf8(t) for t in texts]
+    ``data[offsets[i]:offsets[i + 1]]`` (as merge_learner.pieces_to_arrays lays out bytes).
+    An item that is no str, or has a lone surrogate, is named by its index in the batch
+    (``first`` + its index in ``texts``).
+
+    >>> _utf8_docs(["ok", None], first=5)
+    Traceback (most recent call last):
+    TypeError: document 6: expected str, got NoneType
+    """
+    texts = texts if isinstance(texts, (list, tuple)) else list(texts)
+    try:
+        bufs = [_utf8(t) for t in texts]
+    except (TypeError, ValueError) as e:  # which one: found again, one by one
+        for i, t in enumerate(texts):
+            try:
+                _utf8(t)
+            except (TypeError, ValueError):
+                raise type(e)(f"document {first + i}: {e}") from None
+        raise
     # (accumulate, not np.cumsum of a list: that converted the list first, a few µs a call)
     offsets = np.fromiter(itertools.accumulate(map(len, bufs), initial=0), np.int64, len(bufs) + 1)
     return np.frombuffer(b"".join(bufs), np.uint8), offsets
@@ -257,17 +280,27 @@ def _check_threads(num_threads) -> None:
 
 def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
     """Where the ranges of a batch start (and the last ends): contiguous runs of
-    documents, cut by ``offsets`` (bytes, or characters), the same number a thread
-    (3 ranges on 2 threads had left one idle for a third)."""
+    documents, cut by ``offsets`` (bytes, or a measure of them), the same number a thread
+    (3 ranges on 2 threads had left one idle for a third).
+
+    >>> _range_edges(np.array([0, 5, 9, 200_000, 200_001]), 2)
+    [0, 3, 4]
+    """
     n_docs = offsets.size - 1
     n_ranges = 1
     if threads > 1:
         per_thread = int(offsets[-1] - offsets[0]) // (_RANGE_BYTES * threads)
         n_ranges = min(n_docs, threads * max(1, min(_RANGES_PER_THREAD, per_thread)))
-    if n_ranges == 1:  # (linspace and unique had cost a small batch more than its text)
+    if n_ranges == 1:
         return [0, n_docs]
-    cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], n_ranges + 1)[1:-1])
-    return np.unique(np.concatenate([[0], cuts, [n_docs]])).tolist()
+    # integers and one searchsorted: linspace, unique and concatenate had taken 15 µs
+    # of a two-thread call that encodes 200 KB in 150 µs of kernel time a thread
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    edges = [0]
+    for c in offsets.searchsorted([lo + (hi - lo) * i // n_ranges for i in range(1, n_ranges)]).tolist() + [n_docs]:
+        if c > edges[-1]:
+            edges.append(c)
+    return edges
 
 
 def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
@@ -982,7 +1015,7 @@ class Tokenizer:
     def encode_batch(self, texts: Sequence[str], *, num_threads: int | None = None) -> list[list[int]]:
         """Encode many texts on ``num_threads`` threads (default: all cores), GIL released.
 
-        Less than ``_SPLIT_MIN`` characters in all run on the calling thread, up to
+        Less than ``_SPLIT_MIN`` bytes in all (about: ``_text_size``) run on the calling thread, up to
         ``_FEW_TEXTS`` of them one by one (as :meth:`encode_ordinary`): for so little
         text, threads and a batch's set-up cost more than they save.
         """
@@ -996,7 +1029,7 @@ class Tokenizer:
 
         if self._native is not None and self._native[2] is not None:  # the kernels run, on a native scanner
             texts = texts if isinstance(texts, (list, tuple)) else list(texts)
-            if len(texts) <= _FEW_TEXTS and _chars(texts) < _SPLIT_MIN:  # a call each costs less than a batch's set-up
+            if len(texts) <= _FEW_TEXTS and _text_size(texts) < _SPLIT_MIN:  # a call each costs less than a batch's set-up
                 _check_threads(num_threads)
                 return [self.encode(t) for t in texts]
             parts = self._encode_text_ranges(texts, num_threads, lists)
@@ -1095,23 +1128,18 @@ class Tokenizer:
         kernels = self._native
         threads = min(num_threads or os.cpu_count() or 1, len(texts))
         # (the total first, so that a small batch skips building the cut)
-        if threads == 1 or _chars(texts) < _SPLIT_MIN:  # one range, on this thread: no cut, no pool
+        if threads == 1 or _text_size(texts) < _SPLIT_MIN:  # one range, on this thread: no cut, no pool
             data, offsets = _utf8_docs(texts)
             yield self._encode_range(data, offsets, 0, len(texts), kernels, 1, 0, finish)
             return
-        chars = np.zeros(len(texts) + 1, np.int64)  # cut by characters: bytes are not known yet
-        try:
-            np.cumsum(np.fromiter(map(len, texts), np.int64, len(texts)), out=chars[1:])
-        except TypeError:  # an item with no len: _utf8 names what it is
-            for t in texts:
-                _utf8(t)
-            raise
+        sizes = np.zeros(len(texts) + 1, np.int64)  # cut by sizes in memory (_text_size): bytes are not known yet
+        np.cumsum(np.fromiter(map(sys.getsizeof, texts), np.int64, len(texts)), out=sizes[1:])
 
         def work(k: int, d0: int, d1: int):
-            data, offsets = _utf8_docs(texts[d0:d1])
+            data, offsets = _utf8_docs(texts[d0:d1], d0)
             return self._encode_range(data, offsets, 0, d1 - d0, kernels, threads, k % threads, finish)
 
-        yield from _run_ranges(work, _range_edges(chars, threads), threads)
+        yield from _run_ranges(work, _range_edges(sizes, threads), threads)
 
     def _encode_range(self, data, offsets, d0: int, d1: int, kernels, threads: int, slot: int, finish):
         """Documents d0..d1 by the fused kernel, with a pooled cache (``threads``: the

@@ -715,8 +715,38 @@ def test_a_batch_reports_its_first_failing_range_whoever_ran_it(tok, monkeypatch
     texts[6] = "abcde\udc00" + texts[6]
     with _ranges_on_two_threads(monkeypatch, pool_busy):
         for _ in range(5):
-            with pytest.raises(ValueError, match="at position 2"):
+            with pytest.raises(ValueError, match="^document 1: .* at position 2"):
                 tok.encode_batch(texts, num_threads=2)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_batch_names_the_document_that_is_no_text(tok, monkeypatch, threads):
+    # Past the texts encoded one by one, the error says which document it is, counted
+    # from the batch's first, whichever range and thread it falls in.
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_FEW_TEXTS", 2)
+    texts = ["Hello world, 2026! " * 40 for _ in range(8)]
+    for at, bad, error in ((6, None, TypeError), (3, "x\udfff", ValueError), (0, b"ab", TypeError)):
+        with _ranges_on_two_threads(monkeypatch, pool_busy=False):
+            with pytest.raises(error, match=f"^document {at}: "):
+                tok.encode_batch(texts[:at] + [bad] + texts[at + 1 :], num_threads=threads)
+
+
+def test_a_batch_is_split_by_its_bytes_not_its_characters(tok, monkeypatch):
+    # Gurmukhi is 3 bytes a character in UTF-8: a batch of 1.5 _SPLIT_MIN bytes has half
+    # that many characters, and still goes to two ranges, cut about where the bytes halve.
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_SPLIT_MIN", SPLIT_MIN)
+    monkeypatch.setattr(T, "_RANGE_BYTES", SPLIT_MIN)
+    texts = ["ਪੰਜਾਬੀ ਭਾਸ਼ਾ " * (SPLIT_MIN // 200) for _ in range(10)] + ["short"] * 10
+    assert sum(map(len, texts)) < SPLIT_MIN < sum(len(t.encode()) for t in texts)
+    seen = []
+    encode_range = T.Tokenizer._encode_range
+    monkeypatch.setattr(T.Tokenizer, "_encode_range", lambda self, data, offsets, *a: seen.append(offsets.size - 1) or encode_range(self, data, offsets, *a))
+    assert tok.encode_batch(texts, num_threads=2) == [tok.encode(t) for t in texts]
+    assert len(seen) == 2 and sum(seen) == 20 and 4 <= min(seen) <= 6
 
 
 @pytest.mark.parametrize("n", [1, 3, 4, 5, 9])  # one by one up to _FEW_TEXTS, then one range
