@@ -49,9 +49,10 @@ _NEVER = 1 << 62  # as a cache's CACHE_SOON_AT: no more GROW_SOON
 # the rest are still encoding.
 _RANGES_PER_THREAD = 4
 _RANGE_BYTES = 1 << 16
-# A batch of less text than this (bytes; for encode_batch, as _text_size counts them) runs on the calling
-# thread, in one range, whatever the threads asked for: on two threads it took longer
-# up to about 64 KB (bench/results/session27-learner-first-20261204.md).
+# A batch of less text than this (bytes; for encode_batch, as _text_size counts them) runs
+# on the calling thread, in one range, whatever the threads asked for. Below it, two
+# threads gained 5-15% on text not seen before and lost 15-50% on text whose every piece
+# is cached (bench/small_batches.py, bench/results/session59-20261208.md).
 _SPLIT_MIN = 1 << 16
 # A cache that a batch on several threads takes is sized for at least this much text:
 # 2^18 slots, the size each thread's cache reaches within the first megabytes of
@@ -304,44 +305,53 @@ def _range_edges(offsets: np.ndarray, threads: int) -> list[int]:
 
 
 def _run_ranges(work, edges: list[int], threads: int) -> Iterator:
-    """``work(k, d0, d1)`` of every range k, in order, from the time the calling thread has
-    run its own: one range on the calling thread; more on the calling thread and the
-    process's pool of ``threads - 1``.
+    """``work(k, d0, d1)`` of every range k, in order, once all are done: one range on the
+    calling thread; more on the calling thread and up to ``threads - 1`` of the process's
+    pool, each taking the next range no thread has taken until none is left.
 
-    The calling thread takes range 0 at once, then in order every range that no pool
-    thread has started yet, so it never waits while a range is left to start. When it
-    only waited for a pool of ``threads``, every batch paid two thread wake-ups before
-    its first range began and after its last ended, and a range handed to a thread that
-    woke late left a CPU idle (bench/results/session52-20261207.md). A range that fails
-    raises once the ranges before it are done, so the first failing range is the one
-    reported, as when the pool ran them all.
+    The calling thread takes range 0 at once, so it never waits while a range is left to
+    start. When it only waited for the pool, every batch paid two thread wake-ups before
+    its first range began and after its last ended (bench/results/session52-20261207.md);
+    when each range was a task of the pool, each cost the calling thread a wake-up call
+    (15-20 µs on this VM) before it began its own. A range that fails raises once the
+    ranges before it are done (all were taken first), so the first failing range is the
+    one reported, whoever ran it; no range is started after one failed.
     """
     n = len(edges) - 1
     if n == 1:
         yield work(0, edges[0], edges[1])
         return
+    done: list = [None] * n  # (True, result) or (False, exception) of each range run
+    claim = itertools.count()  # the next range: next() is atomic, under the GIL
+    failed: list[int] = []
+
+    def take() -> None:
+        for k in claim:
+            if k >= n or failed:
+                return
+            try:
+                done[k] = (True, work(k, edges[k], edges[k + 1]))
+            except Exception as e:  # noqa: BLE001 - raised below, in its turn
+                done[k] = (False, e)
+                failed.append(k)
+                return
+
     pool = _thread_pool(threads - 1)
-    pending = [pool.submit(work, k, edges[k], edges[k + 1]) for k in range(1, n)]
+    helpers = [pool.submit(take) for _ in range(min(threads, n) - 1)]
     try:
-        ours: dict[int, Any] = {}
-        failed: Exception | None = None
-        for k in range(n):
-            if k == 0 or pending[k - 1].cancel():  # no pool thread has started it: this thread runs it
-                try:
-                    ours[k] = work(k, edges[k], edges[k + 1])
-                except Exception as e:  # noqa: BLE001 - raised below, in its turn
-                    failed = e
-                    break
-        for k in range(n):
-            if k in ours:
-                yield ours[k]
-            elif k and not pending[k - 1].cancelled():
-                yield pending[k - 1].result()
-            else:  # the range this thread failed on (those after it were not run)
-                raise failed
-    finally:  # a range failed or the caller stopped early: drop what has not started
-        for f in pending:
+        take()
+    except BaseException:  # Ctrl-C in this thread's range: the others start no more
+        failed.append(-1)
+        for f in helpers:
             f.cancel()
+        raise
+    for f in helpers:  # a helper that never started has nothing to do (all are taken)
+        if not f.cancel():
+            f.result()
+    for ok, got in done:  # (after a failure: None past it, never reached)
+        if not ok:
+            raise got
+        yield got
 
 
 def _finished(out: np.ndarray, n: int, out_doc: np.ndarray, finish):

@@ -167,6 +167,27 @@ def test_an_interpreter_without_the_list_layout_gives_the_same_lists(monkeypatch
         _same(got, _numpy(plain, text))
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_every_range_runs_once_and_comes_back_in_order(threads):
+    # The calling thread and the pool's threads each take the next range no one has
+    # taken: every range runs once, on more than one thread, and the results come back
+    # in range order whoever ran them.
+    import threading
+
+    ran: list[tuple[int, int]] = []
+
+    def work(k, d0, d1):
+        time.sleep(0.004 if k % 3 else 0.001)  # ranges of uneven length
+        ran.append((k, threading.get_ident()))
+        return (k, d0, d1)
+
+    edges = [0, 2, 3, 7, 8, 10, 11, 15, 20]
+    got = list(tokenizer_module._run_ranges(work, edges, threads))
+    assert got == [(k, edges[k], edges[k + 1]) for k in range(len(edges) - 1)]
+    assert sorted(k for k, _ in ran) == list(range(len(edges) - 1))
+    assert len({t for _, t in ran}) > 1
+
+
 @pytest.mark.parametrize("threads", [1, 2, 3])
 def test_range_edges_cover_every_document_once(monkeypatch, threads):
     # One thread: one range, from the first document to the last. More: contiguous
