@@ -76,3 +76,39 @@ def test_ctrl_c_during_learn_merges_is_a_keyboard_interrupt(sigint_reaches_child
         pytest.fail("learn_merges did not stop on SIGINT")
     assert p.returncode == 0, err
     assert out.strip() == "KeyboardInterrupt", err
+
+
+def test_ctrl_c_in_a_two_thread_batch_leaves_the_pool_working(tok, monkeypatch):
+    """Ctrl-C while the calling thread encodes its range of a batch: a KeyboardInterrupt
+    at once (no waiting for the pool thread's range), no range started after it, and the
+    next batch, on the same pool, gives the same ids as encode()."""
+    import threading
+
+    import dwstok.tokenizer as T
+
+    monkeypatch.setattr(T, "_SPLIT_MIN", 1)
+    monkeypatch.setattr(T, "_RANGE_BYTES", 1)
+    texts = [f"hello world, hello there {i} " * 20 for i in range(8)]
+    main = threading.get_ident()
+    started: list[int] = []
+    slow = threading.Event()
+    encode_range = T.Tokenizer._encode_range
+
+    def interrupted(self, data, offsets, d0, d1, *a):
+        started.append(d0)
+        if threading.get_ident() == main:
+            slow.wait(5)  # the pool thread has taken a range of its own by now
+            raise KeyboardInterrupt
+        slow.set()
+        time.sleep(0.5)  # a long range on the pool thread
+        return encode_range(self, data, offsets, d0, d1, *a)
+
+    monkeypatch.setattr(T.Tokenizer, "_encode_range", interrupted)
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        tok.encode_batch(texts, num_threads=2)
+    assert time.perf_counter() - t0 < 0.4  # not held up by the pool thread's range
+    time.sleep(0.7)  # the pool thread's range ends; it starts no other
+    assert len(started) == 2
+    monkeypatch.setattr(T.Tokenizer, "_encode_range", encode_range)
+    assert tok.encode_batch(texts, num_threads=2) == [tok.encode(t) for t in texts]
