@@ -1082,7 +1082,7 @@ class Tokenizer:
         what ``finish(ids, doc_offsets)`` makes of them.
 
         On one thread, one range; on more, several a thread (``_RANGES_PER_THREAD``), on a
-        pool kept for the process, each yielded as soon as it and those before it are done.
+        pool kept for the process, yielded in order once all are done (``_run_ranges``).
         ``finish`` runs on the thread that encoded the range, as soon as it is encoded
         (lists made there hold the GIL while the other threads encode without it); the
         caller's thread would take ranges in order, so a range done first would wait for
