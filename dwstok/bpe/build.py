@@ -125,7 +125,7 @@ def _tables(tok_bytes, tok_off, byte_ids, lefts, rights, ranks, news, whole, lon
 def _build_small_ids(T):
     """``small_ids``: the packed ids of each piece of one byte, then of two, as the
     encoder makes them one by one (``_encode_pieces``): a token emitted whole, else the
-    merge of the pair if it has one, else its two bytes. Not through ``_merge_any``, a
+    merge of the pair if it has one, else its two bytes. Not through ``_merge_alone``, a
     call a pair, which took ten times as long at every load; tests compare the table
     with tiktoken's ids and with the reference encoder."""
     out = np.empty(256 + 65536, np.int64)

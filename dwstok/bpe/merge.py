@@ -126,16 +126,13 @@ def _merged(T, ids, rk, H, m, out, n, max_rank):
 
 
 @njit
-def _merge_any(buf, s, e, T, ids, rk, H, out, n):
-    """``_merge_fits`` for a piece of any length: one longer than the heap arrays ``H``
-    gets arrays of its own, the one allocation a merge may need, which a kernel without
-    Numba's runtime cannot make. The merging itself is compiled once, in
-    ``_merge_fits``, which also compiles faster without the runtime
-    (bench/results/session58-20261207.md).
+def _merge_long(buf, s, e, T, ids, rk, out, n):
+    """``_merge_fits`` for a piece longer than the preallocated heap arrays, in arrays of
+    its own: the one allocation a merge may need, which a kernel without Numba's runtime
+    cannot make. The merging itself is compiled once, in ``_merge_fits``, which also
+    compiles faster without the runtime (bench/results/session58-20261207.md).
     """
-    if e - s > H[0].size:
-        H = _heap_arrays(e - s)
-    return _merge_fits(buf, s, e, T, ids, rk, H, out, n)
+    return _merge_fits(buf, s, e, T, ids, rk, _heap_arrays(e - s), out, n)
 
 
 @njit_no_nrt
@@ -153,11 +150,11 @@ def _merge_fits(buf, s, e, T, ids, rk, H, out, n):
 @njit_inline
 def _merge_alone(buf, s, e, T, ids, rk, H, out, n):
     """Merge buf[s:e] into out[n:] with every merge allowed; return the new n: by
-    ``_merge_fits`` if it fits the heap arrays ``H``, else by ``_merge_any``, which
+    ``_merge_fits`` if it fits the heap arrays ``H``, else by ``_merge_long``, which
     allocates its own. What the span driver, one-by-one pieces and ``_self_encodes`` call."""
     if e - s <= H[0].size:
         return _merge_fits(buf, s, e, T, ids, rk, H, out, n)
-    return _merge_any(buf, s, e, T, ids, rk, H, out, n)
+    return _merge_long(buf, s, e, T, ids, rk, out, n)
 
 
 @njit
